@@ -1,0 +1,1 @@
+"""The array API namespace, one module per section of the standard."""

@@ -1,0 +1,258 @@
+"""The array object: ``HostPtrArray``.
+
+A ``HostPtrArray`` is a numpy view (``_a``) over a
+:class:`~hostarray._storage.Storage` (``_s``) plus the device it is attached
+to (``_device``).  Every host read goes through :meth:`HostPtrArray._host`,
+every host write through :meth:`HostPtrArray._host_for_write`: both are one
+flag test when nothing has to move.  The object never calls pyopencl.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ._devices import HOST, Device
+from ._devices import device as _parse_device
+from ._storage import Storage, address_of, aligned_empty
+
+__all__ = ["HostPtrArray", "wrap", "aligned_copy", "host_view"]
+
+
+class _ExportHolder:
+    """Base object of raw numpy views handed out by ``__array__``.
+
+    numpy collapses chains of view bases onto the first non-ndarray base, so
+    every view derived from an export keeps this holder alive: when it dies,
+    the last raw view died.
+    """
+
+    __slots__ = ("__array_interface__", "_keep", "__weakref__")
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.__array_interface__ = a.__array_interface__
+        self._keep = a
+
+
+class HostPtrArray:
+    """An n-dimensional array in page-aligned host memory that OpenCL devices
+    can use without copies.
+
+    Create one with :func:`hostarray.asarray`, :func:`hostarray.empty`,
+    :func:`hostarray.zeros` or any other creation function; it is not meant
+    to be constructed directly.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> x = ha.asarray([1.0, 2.0, 3.0])
+    >>> x.shape, x.dtype, x.device
+    ((3,), dtype('float64'), Device('cpu'))
+    """
+
+    __slots__ = ("_a", "_s", "_device", "__weakref__")
+    __array_priority__ = 30  # numpy defers binary operators to us
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("HostPtrArray is not constructed directly; use ha.asarray, "
+                        "ha.empty or another creation function")
+
+    # -- coherence hooks ---------------------------------------------------------
+    def _host(self) -> np.ndarray:
+        """The numpy view for a host read (acquires first if a device is newer).
+
+        Internal: the view must not outlive the operation (it is not an escape)."""
+        s = self._s
+        if s.host_stale:
+            s.sync_for_host_read()
+        return self._a
+
+    def _host_for_write(self, whole: bool = False) -> np.ndarray:
+        """The numpy view for a host write. ``whole``: every byte of the
+        storage will be overwritten, so stale device data need not be acquired."""
+        s = self._s
+        if not s.host_exclusive:
+            s.sync_for_host_write(whole and self._a.nbytes == s.nbytes)
+        return self._a
+
+    def _covers_storage(self) -> bool:
+        return self._a.nbytes == self._s.nbytes
+
+    # -- attributes ----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Array dimensions."""
+        return self._a.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Data type of the elements."""
+        return self._a.dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self._a.ndim
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self._a.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements (not counting the storage's padding)."""
+        return self._a.nbytes
+
+    @property
+    def device(self) -> Device:
+        """The device the array is attached to (``Device('cpu')`` for the host)."""
+        return self._device
+
+    @property
+    def T(self) -> HostPtrArray:
+        """Transpose of a two-dimensional array (a view)."""
+        if self._a.ndim != 2:
+            raise ValueError("x.T requires a 2-D array; use x.mT or ha.permute_dims for others")
+        return _view(self, self._a.T)
+
+    @property
+    def mT(self) -> HostPtrArray:
+        """Transpose of the last two axes (a view)."""
+        if self._a.ndim < 2:
+            raise ValueError("x.mT requires at least 2 dimensions")
+        return _view(self, self._a.swapaxes(-1, -2))
+
+    # -- devices ---------------------------------------------------------------------
+    def to_device(self, device: Device | str, /, *, stream: Any = None) -> HostPtrArray:
+        """The same data on ``device``, over the same memory where its alignment allows.
+
+        Attaching is lazy: the device buffer is created on first device use.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> x = ha.zeros(4)
+        >>> x.to_device("cpu").device
+        Device('cpu')
+        """
+        if stream is not None:
+            raise ValueError("hostarray has no streams; pass stream=None")
+        dev = _parse_device(device)
+        if dev == self._device:
+            return self
+        if dev.framework == "host" or _shareable(self._s, dev):
+            return _view(self, self._a, dev)
+        return wrap(aligned_copy(self._host()), dev)
+
+    # -- numpy protocol ------------------------------------------------------------
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        a = self._host()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"converting {a.dtype} to {np.dtype(dtype)} needs a copy; "
+                                 f"pass copy=None or copy=True")
+            return a.astype(dtype)
+        if copy:
+            return a.copy()
+        return host_view(self)
+
+    # -- indexing ---------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> HostPtrArray:
+        key = _numpy_key(key)
+        r = self._host()[key]
+        if isinstance(r, np.ndarray) and r.base is not None and np.may_share_memory(r, self._a):
+            return _view(self, r)
+        return wrap(np.asarray(r), self._device)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key = _numpy_key(key)
+        v = value._host() if isinstance(value, HostPtrArray) else value
+        whole = _is_whole(key)
+        self._host_for_write(whole)[key] = v
+
+    # -- printing ---------------------------------------------------------------------
+    def __repr__(self) -> str:
+        body = np.array2string(self._host(), separator=", ", prefix="HostPtrArray(")
+        extra = "" if self._device.framework == "host" else f", device={str(self._device)!r}"
+        return f"HostPtrArray({body}, dtype={self.dtype.name}{extra})"
+
+    def __str__(self) -> str:
+        return str(self._host())
+
+
+# -- construction helpers used across the package ------------------------------------------
+
+def _new(a: np.ndarray, s: Storage, device: Device) -> HostPtrArray:
+    obj = object.__new__(HostPtrArray)
+    obj._a = a
+    obj._s = s
+    obj._device = device
+    return obj
+
+
+def _view(x: HostPtrArray, a: np.ndarray, device: Device | None = None) -> HostPtrArray:
+    """A view of ``x``'s storage (same coherence state)."""
+    return _new(a, x._s, x._device if device is None else device)
+
+
+def _shareable(s: Storage, dev: Device) -> bool:
+    """Whether ``s``'s memory can back a buffer on ``dev`` without a copy."""
+    return (s.nbytes > 0 and s.contiguous_bytes() is not None
+            and s.address % dev.alignment == 0)
+
+
+def aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``a`` in page-aligned storage."""
+    out = aligned_empty(a.nbytes).view(a.dtype).reshape(a.shape)
+    np.copyto(out, a, casting="no")
+    return out
+
+
+def aligned_zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    out = aligned_empty(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    out.fill(0)
+    return out.view(dtype).reshape(shape)
+
+
+def wrap(a: np.ndarray, device: Device = HOST) -> HostPtrArray:
+    """A new ``HostPtrArray`` owning the fresh numpy result ``a`` (no copy on the
+    host; on a device, a copy into aligned storage if ``a``'s memory can't be shared)."""
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
+    if device is not HOST and device.framework != "host":
+        if a.nbytes and (not a.flags.c_contiguous or address_of(a) % device.alignment):
+            a = aligned_copy(a)
+    return _new(a, Storage(a), device)
+
+
+def host_view(x: HostPtrArray) -> np.ndarray:
+    """A raw numpy view of ``x`` that may be kept and written: an *escape*.
+
+    While any view derived from it lives, launches publish before and acquire
+    after (see the coherence model)."""
+    s = x._s
+    holder = _ExportHolder(x._a)
+    s.begin_escape()
+    weakref.finalize(holder, s.end_escape)
+    return np.asarray(holder)
+
+
+def _numpy_key(key: Any) -> Any:
+    """Index key with HostPtrArrays replaced by their host numpy arrays."""
+    if isinstance(key, HostPtrArray):
+        return key._host()
+    if isinstance(key, tuple):
+        return tuple(k._host() if isinstance(k, HostPtrArray) else k for k in key)
+    return key
+
+
+def _is_whole(key: Any) -> bool:
+    """Whether an index key selects every element (``...``, ``:`` or ``()`` parts only)."""
+    if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
+        return True
+    if isinstance(key, tuple):
+        return all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in key)
+    return False

@@ -1,0 +1,240 @@
+"""Aligned host storage: one ``Storage`` record per allocation.
+
+An array and all its views share one ``Storage``.  It owns (or borrows) the
+numpy memory, the device buffers created over it, the lock and the
+coherence state, and it performs the transfers that
+:class:`~hostarray._coherence.Coherence` plans.  Device buffers are opaque
+objects with ``publish()``, ``acquire()`` and ``release()`` (see
+:mod:`hostarray.backends`), so this module needs numpy only.
+"""
+
+from __future__ import annotations
+
+import mmap
+import threading
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ._coherence import Coherence
+from ._stats import COUNTERS
+
+__all__ = ["PAGE_SIZE", "PAD", "Storage", "aligned_empty", "address_of"]
+
+PAGE_SIZE = mmap.PAGESIZE
+PAD = 64  # allocations are padded to a multiple of a cache line
+
+
+def address_of(a: np.ndarray) -> int:
+    """Address of the first byte of ``a``."""
+    return a.__array_interface__["data"][0]
+
+
+def aligned_empty(nbytes: int) -> np.ndarray:
+    """Uninitialised ``uint8`` memory starting on a page boundary.
+
+    The returned array has exactly ``nbytes`` elements; the allocation
+    behind it is padded to a multiple of :data:`PAD` bytes (at least one
+    pad) so a device may round accesses up without leaving the allocation.
+    """
+    padded = max(PAD, -(-nbytes // PAD) * PAD)
+    raw = np.empty(padded + PAGE_SIZE, dtype=np.uint8)
+    start = -address_of(raw) % PAGE_SIZE
+    return raw[start:start + nbytes]
+
+
+class Storage:
+    """One host allocation, its device buffers and its coherence state.
+
+    ``base`` is the numpy array over the whole allocation: a C-contiguous
+    ``uint8`` array for storage hostarray allocated, or the numpy array a
+    user handed in (then possibly non-contiguous: such storage can't get a
+    device buffer).
+    """
+
+    __slots__ = ("base", "lock", "coh", "buffers", "host_stale", "host_exclusive",
+                 "__weakref__")
+
+    def __init__(self, base: np.ndarray) -> None:
+        self.base = base
+        self.lock = threading.RLock()
+        self.coh: Coherence | None = None  # created on the first device buffer
+        self.buffers: dict[Hashable, Any] = {}
+        # Mirrors of the coherence flags, read without the lock on every access.
+        self.host_stale = False
+        self.host_exclusive = True
+
+    # -- the memory -------------------------------------------------------------
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes
+
+    @property
+    def address(self) -> int:
+        return address_of(self.base)
+
+    def contiguous_bytes(self) -> np.ndarray | None:
+        """The allocation as one ``uint8`` array, or ``None`` if it is not one range."""
+        b = self.base
+        if not (b.flags.c_contiguous or b.flags.f_contiguous):
+            return None
+        if b.dtype == np.uint8 and b.ndim == 1:
+            return b
+        return b.reshape(-1, order="A").view(np.uint8)
+
+    # -- device buffers ------------------------------------------------------------
+    def _mirror(self) -> None:
+        c = self.coh
+        self.host_stale = c.host_stale
+        self.host_exclusive = c.host_exclusive
+
+    def add_buffer(self, key: Hashable, buffer: Any) -> None:
+        """Record ``buffer`` as this storage's copy on device ``key``."""
+        with self.lock:
+            if self.coh is None:
+                self.coh = Coherence()
+            self.buffers[key] = buffer
+            self.coh.add_device(key)
+            self._mirror()
+
+    def free_buffer(self, key: Hashable) -> bool:
+        """Drop ``key``'s buffer, acquiring first if it holds the newest data."""
+        with self.lock:
+            buf = self.buffers.get(key)
+            if buf is None:
+                return False
+            coh = self.coh
+            if coh.must_acquire_before_forget(key):
+                self._acquire_from(key)
+            else:
+                self._wait_for([t for t, k, _ in coh.inflight if k == key])
+            del self.buffers[key]
+            coh.forget_device(key)
+            self._mirror()
+        buf.release()
+        return True
+
+    # -- transfers -------------------------------------------------------------------
+    def _acquire_from(self, key: Hashable) -> None:
+        moved = self.buffers[key].acquire()
+        self.coh.acquired(key)
+        COUNTERS.add(acquires=1, bytes_acquired=moved)
+
+    def _publish_to(self, key: Hashable) -> None:
+        token, moved = self.buffers[key].publish()
+        self.coh.published(key, token)
+        COUNTERS.add(publishes=1, bytes_published=moved)
+
+    @staticmethod
+    def _wait_for(tokens: list[Any]) -> None:
+        if tokens:
+            for t in tokens:
+                t.wait()
+            COUNTERS.add(waits=1)
+
+    # -- the hooks every host access goes through ---------------------------------------
+    def sync_for_host_read(self) -> None:
+        """Make the host current (acquire from a current device if needed)."""
+        with self.lock:
+            if self.coh is not None:
+                key = self.coh.source_for_host()
+                if key is not None:
+                    self._acquire_from(key)
+                    self._mirror()
+
+    def sync_for_host_write(self, whole: bool = False) -> None:
+        """Prepare a host write: wait for launches using the data, acquire unless
+        ``whole`` (the write overwrites every byte), then make the host the
+        only current side."""
+        with self.lock:
+            coh = self.coh
+            if coh is None:
+                return
+            self._wait_for(coh.hazards_for_host_write())
+            if not whole:
+                key = coh.source_for_host()
+                if key is not None:
+                    self._acquire_from(key)
+            coh.host_written()
+            self._mirror()
+
+    def begin_escape(self) -> None:
+        """A raw view that may be written behind our back is handed out."""
+        with self.lock:
+            coh = self.coh
+            if coh is None:
+                self.coh = coh = Coherence()
+            self._wait_for(coh.hazards_for_host_write())
+            key = coh.source_for_host()
+            if key is not None:
+                self._acquire_from(key)
+            coh.escape_begins()
+            self._mirror()
+
+    def end_escape(self) -> None:
+        with self.lock:
+            self.coh.escape_ends()
+            self._mirror()
+
+    @property
+    def escaped(self) -> bool:
+        return self.coh is not None and self.coh.escaped
+
+    # -- used by launches (hostarray.kernels), under self.lock --------------------------
+    def prepare_device_read(self, key: Hashable) -> None:
+        """Publish to ``key`` if it is not current (acquiring elsewhere first)."""
+        coh = self.coh
+        if coh.escaped:
+            coh.host_may_have_written()  # a raw view may have written since the last launch
+        source, publish = coh.plan_device_read(key)
+        if source is not None:
+            self._acquire_from(source)
+        if publish:
+            self._publish_to(key)
+        self._mirror()
+
+    def prepare_device_write(self, key: Hashable) -> None:
+        """Before a write-only launch on ``key``: wait for nothing, publish nothing.
+
+        Launches on another device that still use the data are waited for,
+        since this device's queue does not order against theirs."""
+        coh = self.coh
+        self._wait_for([t for t, k, _ in coh.inflight if k != key])
+
+    def record_launch(self, key: Hashable, token: Any, writes: bool) -> None:
+        coh = self.coh
+        if writes:
+            coh.device_written(key, token)
+        else:
+            coh.device_read_launched(key, token)
+        if coh.escaped and writes:
+            self._acquire_from(key)  # raw views must see the result
+        self._mirror()
+
+    # -- explicit hostptr operations ---------------------------------------------------
+    def publish_explicit(self, key: Hashable) -> None:
+        with self.lock:
+            if key not in self.buffers:
+                return
+            coh = self.coh
+            self._wait_for(coh.hazards_for_host_write())
+            coh.discard_device_writes()
+            self._publish_to(key)
+            self._mirror()
+
+    def acquire_explicit(self, key: Hashable) -> None:
+        with self.lock:
+            if key not in self.buffers:
+                return
+            coh = self.coh
+            if coh.devices[key] == coh.latest and coh.host_stale:
+                self._acquire_from(key)
+                self._mirror()
+
+
+def track_escape(storage: Storage, holder: object) -> None:
+    """Keep ``storage`` escaped while ``holder`` (the base of a raw view) lives."""
+    storage.begin_escape()
+    weakref.finalize(holder, storage.end_escape)

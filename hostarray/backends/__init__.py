@@ -1,0 +1,46 @@
+"""Backends ("frameworks"): how device buffers over host memory are made and synced.
+
+A backend provides a *runtime* per device and *buffers* created over a
+:class:`~hostarray._storage.Storage`'s bytes.  The storage and the coherence
+layer only use the :class:`DeviceBuffer` protocol below; OpenCL is the first
+backend (:mod:`hostarray.backends.opencl`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["DeviceBuffer", "Token"]
+
+
+class Token(Protocol):
+    """Something in flight on a device (a launch or a transfer)."""
+
+    def wait(self) -> None: ...
+
+
+class DeviceBuffer(Protocol):
+    """A device's view of one host allocation."""
+
+    link: str  # "shared", "mapped" or "copied"
+    nbytes: int
+
+    def publish(self) -> tuple[Token | None, int]:
+        """Make the host bytes visible to launches enqueued afterwards.
+
+        Returns the transfer still reading host memory (or ``None``) and the
+        number of bytes really moved."""
+        ...
+
+    def acquire(self) -> int:
+        """Block until every launch on the device is done and the host holds
+        its writes; return the bytes really moved."""
+        ...
+
+    def release(self) -> None:
+        """Give the device memory back."""
+        ...
+
+    def handle(self, offset: int, nbytes: int) -> Any:
+        """The backend object a launch passes for ``nbytes`` at ``offset``."""
+        ...

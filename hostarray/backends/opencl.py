@@ -1,0 +1,195 @@
+"""The OpenCL backend: discovery, buffers over host memory, map/unmap/copy.
+
+Everything hostarray does with pyopencl happens here or in
+:mod:`hostarray.kernels`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from .._errors import BuildFailed, Refusal, Refused
+from .._storage import aligned_empty
+
+__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program"]
+
+LINK_KINDS = ("shared", "mapped", "copied")
+
+_PROBE_SOURCE = ("__kernel void hostarray_probe(__global int *x) "
+                 "{ x[get_global_id(0)] = 0x5eed + (int)get_global_id(0); }")
+
+
+def _test_build(device: cl.Device) -> str | None:
+    """Build and run a trivial kernel; return why the device is broken, or None."""
+    try:
+        ctx = cl.Context([device])
+        queue = cl.CommandQueue(ctx)
+        prg = cl.Program(ctx, _PROBE_SOURCE).build()
+        out = np.zeros(4, np.int32)
+        buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        prg.hostarray_probe(queue, (4,), None, buf)
+        cl.enqueue_copy(queue, out, buf, is_blocking=True)
+        if list(out) != [0x5eed + i for i in range(4)]:
+            return f"the probe kernel computed {list(out)}"
+        return None
+    except Exception as e:  # any failure means: unusable, say why
+        text = str(e).strip().splitlines()
+        return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+def discover() -> tuple[list[tuple[int, int, cl.Device]], list[tuple[str, str, str]]]:
+    """Every OpenCL device: ``(working, left_out)``.
+
+    ``working`` holds ``(platform index, device index, cl.Device)``;
+    ``left_out`` holds ``(spec, name, why)`` for devices that list
+    themselves but fail to build and run a trivial kernel.
+    """
+    working, left_out = [], []
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:  # no ICD at all
+        return [], [("opencl", "(no platform)", str(e))]
+    for p, platform in enumerate(platforms):
+        try:
+            devs = platform.get_devices()
+        except cl.Error as e:
+            left_out.append((f"opencl:{p}", platform.name, str(e)))
+            continue
+        for d, dev in enumerate(devs):
+            why = _test_build(dev)
+            if why is None:
+                working.append((p, d, dev))
+            else:
+                left_out.append((f"opencl:{p}:{d}", dev.name.strip(), why))
+                warnings.warn(f"hostarray: leaving out OpenCL device opencl:{p}:{d} "
+                              f"({dev.name.strip()}): it failed a test build ({why})",
+                              RuntimeWarning, stacklevel=3)
+    return working, left_out
+
+
+def build_program(ctx: cl.Context, source: str, options: list[str],
+                  device_label: str) -> cl.Program:
+    """Build ``source``; on failure raise :class:`BuildFailed` with the ``error:`` lines."""
+    try:
+        return cl.Program(ctx, source).build(options=options)
+    except cl.RuntimeError as e:
+        full = str(e)
+        errors = [ln for ln in full.splitlines() if "error" in ln.lower()
+                  and not ln.startswith(("clBuildProgram", "Build on", "(options"))]
+        raise BuildFailed(device_label, "\n".join(errors) or full, full) from None
+
+
+class DeviceRuntime:
+    """Context, in-order queue and host-link kind of one OpenCL device."""
+
+    def __init__(self, cl_device: cl.Device, label: str) -> None:
+        self.cl_device = cl_device
+        self.label = label
+        self.context = cl.Context([cl_device])
+        self.queue = cl.CommandQueue(self.context)
+        self.lock = threading.Lock()
+        self._link: str | None = None
+        self.programs: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+    # -- the host link, decided once per device by an observable check --------------
+    @property
+    def link(self) -> str:
+        """``"shared"``, ``"mapped"`` or ``"copied"`` for new buffers on this device."""
+        if self._link is None:
+            forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
+            if forced and forced not in ("auto",):
+                if forced not in LINK_KINDS:
+                    raise ValueError(f"HOSTARRAY_LINK={forced!r}: use one of auto, "
+                                     f"{', '.join(LINK_KINDS)}")
+                self._link = forced
+            else:
+                self._link = self._check_link()
+        return self._link
+
+    def _check_link(self) -> str:
+        """Does a kernel's write reach the host bytes without a map?  Then the
+        device works on host memory itself (shared); otherwise the driver
+        mirrors it (mapped)."""
+        host = aligned_empty(4096).view(np.int32)
+        host[:] = -1
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=host)
+        prg = cl.Program(self.context, _PROBE_SOURCE).build()
+        prg.hostarray_probe(self.queue, (host.size,), None, buf)
+        self.queue.finish()
+        shared = bool(host[7] == 0x5eed + 7)
+        buf.release()
+        return "shared" if shared else "mapped"
+
+    # -- buffers -------------------------------------------------------------------------
+    def create_buffer(self, host_bytes: np.ndarray, device: Any, readonly: bool = False
+                      ) -> OpenCLBuffer:
+        """A buffer over ``host_bytes`` (contiguous uint8); raises :class:`Refused`."""
+        link = self.link
+        flags = cl.mem_flags.READ_WRITE
+        try:
+            if link == "copied":
+                buf = cl.Buffer(self.context, flags, host_bytes.nbytes)
+            else:
+                buf = cl.Buffer(self.context, flags | cl.mem_flags.USE_HOST_PTR,
+                                hostbuf=host_bytes)
+        except cl.Error as e:
+            code = getattr(e, "code", None)
+            raise Refused(device, Refusal("backend", code=code, text=str(e))) from None
+        return OpenCLBuffer(self, buf, host_bytes, link)
+
+
+class OpenCLBuffer:
+    """A ``cl.Buffer`` over one host allocation and how to sync it."""
+
+    __slots__ = ("runtime", "buf", "host", "link", "nbytes", "subs", "__weakref__")
+
+    def __init__(self, runtime: DeviceRuntime, buf: cl.Buffer, host: np.ndarray, link: str):
+        self.runtime = runtime
+        self.buf = buf
+        self.host = host  # keeps the host memory alive while the buffer exists
+        self.link = link
+        self.nbytes = host.nbytes
+        self.subs: dict[tuple[int, int], cl.Buffer] = {}
+
+    def publish(self) -> tuple[Any, int]:
+        q = self.runtime.queue
+        if self.link == "copied":
+            ev = cl.enqueue_copy(q, self.buf, self.host, is_blocking=False)
+            return ev, self.nbytes
+        # Invalidate: the device's old contents are dead, never read them back.
+        mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.WRITE_INVALIDATE_REGION,
+                                          0, (self.nbytes,), np.uint8, is_blocking=True)
+        ev = mapped.base.release(q)
+        return ev, (self.nbytes if self.link == "mapped" else 0)
+
+    def acquire(self) -> int:
+        q = self.runtime.queue
+        if self.link == "copied":
+            cl.enqueue_copy(q, self.host, self.buf, is_blocking=True)
+            return self.nbytes
+        mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, 0, (self.nbytes,),
+                                          np.uint8, is_blocking=True)
+        mapped.base.release(q).wait()
+        return self.nbytes if self.link == "mapped" else 0
+
+    def handle(self, offset: int, nbytes: int) -> cl.Buffer:
+        if offset == 0:
+            return self.buf
+        key = (offset, nbytes)
+        sub = self.subs.get(key)
+        if sub is None:
+            sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
+        return sub
+
+    def release(self) -> None:
+        for s in self.subs.values():
+            s.release()
+        self.subs.clear()
+        self.buf.release()

@@ -1,0 +1,304 @@
+"""The host-pointer buffer API: attach arrays to devices, sync them explicitly.
+
+This is hostarray's lowest public layer, modelled on a typed OCaml API for
+host-pointer buffers.  Most users never call it: kernels and array
+operations publish and acquire on their own.  It is there to attach eagerly
+(and see refusals early), to ask how a buffer relates to host memory, and
+to force or discard synchronisation.
+
+Every error is a :class:`HostPtrError` that carries its data; a refused call
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._devices import Device
+from ._devices import device as _parse_device
+from ._errors import (
+    BadLaunch,
+    BufferExists,
+    BuildFailed,
+    DeviceUnavailable,
+    HostPtrError,
+    InvalidDevice,
+    NotHostBacked,
+    Refusal,
+    Refused,
+    UnknownFramework,
+    error_message,
+    refusal_message,
+)
+from ._storage import Storage
+
+if TYPE_CHECKING:
+    from ._array import HostPtrArray
+
+__all__ = ["attach", "install", "of_numpy", "host_link", "HostLink", "publish_host_writes",
+           "acquire_device_writes", "free_buffer", "queue", "cl_buffer",
+           "HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
+           "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
+           "refusal_message", "error_message"]
+
+
+@dataclass(frozen=True)
+class HostLink:
+    """How an array's buffer on a device relates to host memory.
+
+    Attributes
+    ----------
+    kind : str
+        ``"shared"`` (the device works on the host bytes), ``"mapped"`` (the
+        driver mirrors them; publish/acquire copy) or ``"copied"`` (a plain
+        device buffer kept in sync by copies).
+    device : Device
+        The device.
+    address : int
+        Address of the host bytes.
+    nbytes : int
+        Size of the buffer in bytes.
+    """
+
+    kind: str
+    device: Device
+    address: int
+    nbytes: int
+
+
+def _check_shareable(s: Storage, dev: Device, array_id: int) -> np.ndarray:
+    """The storage's bytes if ``dev`` may get a buffer over them; raises otherwise."""
+    if dev.framework != "opencl":
+        raise Refused(dev, Refusal("device_type", device_type=dev.type))
+    raw = s.contiguous_bytes()
+    if raw is None:
+        raise NotHostBacked(array_id, "its memory is not one contiguous range")
+    n = raw.nbytes
+    if n == 0 or n > dev.max_alloc:
+        raise Refused(dev, Refusal("size", size=n, limit=dev.max_alloc))
+    addr = s.address
+    if addr % dev.alignment:
+        raise Refused(dev, Refusal("alignment", address=addr, required=dev.alignment))
+    return raw
+
+
+def ensure_buffer(x: HostPtrArray, dev: Device) -> Any:
+    """``x``'s storage's buffer on ``dev``, created (lazy attach) if missing."""
+    s = x._s
+    buf = s.buffers.get(dev)
+    if buf is None:
+        with s.lock:
+            buf = s.buffers.get(dev)
+            if buf is None:
+                raw = _check_shareable(s, dev, id(x))
+                buf = dev.runtime.create_buffer(raw, dev)
+                s.add_buffer(dev, buf)
+    return buf
+
+
+def attach(x: HostPtrArray, device: Device | str) -> HostLink:
+    """Create ``x``'s buffer on ``device`` now, over ``x``'s host memory.
+
+    Arrays attach lazily on first device use; call this to attach eagerly and
+    see a refusal early.
+
+    Raises
+    ------
+    Refused
+        The device can't use this memory (``e.reason`` says why).
+    BufferExists
+        ``x`` already has a buffer on ``device``.
+    NotHostBacked
+        ``x``'s memory is not one contiguous range.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(1024, dtype=ha.float32)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     link = hostptr.attach(x, gpu)
+    ...     assert link.kind in ("shared", "mapped", "copied")
+    """
+    dev = _parse_device(device)
+    s = x._s
+    with s.lock:
+        if dev in s.buffers:
+            raise BufferExists(id(x), dev)
+        ensure_buffer(x, dev)
+    return host_link(x, dev)
+
+
+def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink:
+    """Create ``x``'s buffer on ``device`` over the numpy array ``host``.
+
+    ``host`` must be ``x``'s own memory, or becomes it: then ``host`` must have
+    ``x``'s shape and dtype, ``x`` must cover its whole storage and have no
+    device buffer, and ``x`` afterwards holds ``host``'s contents (views taken
+    of ``x`` before keep the old memory).  The primitive under
+    :func:`attach` and :func:`of_numpy`.
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(256, dtype=ha.float32)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     _ = hostptr.install(x, gpu, np.asarray(x))
+    """
+    dev = _parse_device(device)
+    if not isinstance(host, np.ndarray):
+        raise TypeError(f"install takes a numpy array as host, not {type(host).__name__}")
+    if np.may_share_memory(host, x._s.base) and host.nbytes == x._s.nbytes:
+        return attach(x, dev)
+    if host.shape != x.shape or host.dtype != x.dtype:
+        raise ValueError(f"host has shape {host.shape} and dtype {host.dtype}; x needs "
+                         f"{x.shape} and {x.dtype}")
+    if x._s.buffers or not x._covers_storage():
+        raise BufferExists(id(x), dev) if x._s.buffers else NotHostBacked(
+            id(x), "a view can't take over new memory; install on the whole array")
+    s = Storage(host)
+    _check_shareable(s, dev, id(x))
+    x._a, x._s = host, s
+    return attach(x, dev)
+
+
+def of_numpy(device: Device | str, a: np.ndarray) -> HostPtrArray:
+    """Wrap the numpy array ``a`` (no copy) and attach it to ``device``.
+
+    Raises :class:`Refused` if the device can't use ``a``'s memory (for
+    instance when it is not aligned to ``device.alignment``).
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> from hostarray import hostptr
+    >>> a = np.asarray(ha.zeros(8))           # page-aligned numpy memory
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     x = hostptr.of_numpy(gpu, a)
+    ...     assert np.shares_memory(np.asarray(x), a)
+    """
+    from ._array import _new
+
+    dev = _parse_device(device)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"of_numpy takes a numpy array, not {type(a).__name__}")
+    if a.dtype.hasobject or a.dtype.fields is not None or a.dtype.kind in "USV":
+        raise TypeError(f"dtype {a.dtype} can't be shared with a device; use a numeric dtype")
+    s = Storage(a)
+    x = _new(a, s, dev)
+    _check_shareable(s, dev, id(x))
+    ensure_buffer(x, dev)
+    return x
+
+
+def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
+    """How ``x``'s buffer on ``device`` relates to host memory; ``None`` without a buffer.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> hostptr.host_link(ha.zeros(4), "cpu") is None
+    True
+    """
+    dev = _parse_device(device)
+    buf = x._s.buffers.get(dev)
+    if buf is None:
+        return None
+    return HostLink(buf.link, dev, x._s.address, buf.nbytes)
+
+
+def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
+    """Declare the host authoritative and make its bytes visible on ``device``.
+
+    Device writes not yet read back are discarded.  Does nothing if ``x`` has
+    no buffer on ``device``.
+    """
+    x._s.publish_explicit(_parse_device(device))
+
+
+def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
+    """Make the writes of launches issued so far on ``device`` visible on the host.
+
+    A no-op when ``x``'s newest data is not on ``device``.
+    """
+    x._s.acquire_explicit(_parse_device(device))
+
+
+def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
+    """Free ``x``'s buffer on ``device``, acquiring first if it holds the newest
+    data (nothing is lost).  Returns whether there was a buffer.
+
+    A later launch re-creates the buffer.
+    """
+    return x._s.free_buffer(_parse_device(device))
+
+
+def queue(device: Device | str) -> Any:
+    """The in-order ``pyopencl.CommandQueue`` hostarray uses on ``device``.
+
+    Raw pyopencl work on buffers from :func:`cl_buffer` must be enqueued here.
+    """
+    return _parse_device(device).runtime.queue
+
+
+class _RawUse:
+    """Context manager behind :func:`cl_buffer`."""
+
+    def __init__(self, x: HostPtrArray, dev: Device, access: str) -> None:
+        if access not in ("r", "w", "rw"):
+            raise ValueError(f"access must be 'r', 'w' or 'rw', not {access!r}")
+        self.x, self.dev, self.access = x, dev, access
+
+    def __enter__(self) -> Any:
+        s = self.x._s
+        buf = ensure_buffer(self.x, self.dev)
+        with s.lock:
+            if "r" in self.access:
+                s.prepare_device_read(self.dev)
+            else:
+                s.prepare_device_write(self.dev)
+        off = self.x._a.__array_interface__["data"][0] - s.address
+        return buf.handle(off, self.x._a.nbytes)
+
+    def __exit__(self, *exc: Any) -> None:
+        import pyopencl as cl
+
+        s = self.x._s
+        marker = cl.enqueue_marker(self.dev.runtime.queue)
+        with s.lock:
+            s.record_launch(self.dev, marker, writes="w" in self.access)
+
+
+def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _RawUse:
+    """Hand ``x``'s ``pyopencl.Buffer`` on ``device`` to raw pyopencl code.
+
+    Use as a context manager; enqueue on :func:`queue` inside it.  On entry
+    the host's writes are published (``access`` ``"r"``/``"rw"``); on exit the
+    device is recorded as reader or writer, so the host acquires lazily.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> gpu = ha.devices()[-1]
+    >>> x = ha.zeros(16, dtype=ha.float32)
+    >>> if gpu.framework == "opencl":
+    ...     import pyopencl as cl
+    ...     with hostptr.cl_buffer(x, gpu, "w") as buf:
+    ...         _ = cl.enqueue_fill_buffer(hostptr.queue(gpu), buf, ha.float32.type(2), 0, 64)
+    ...     assert float(x[3]) == 2.0
+    """
+    return _RawUse(x, _parse_device(device), access)
+
+
+# keep the names the seed API documents importable from here
+_ = (HostPtrError, UnknownFramework, InvalidDevice, DeviceUnavailable, BuildFailed, BadLaunch,
+     error_message, refusal_message)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install hostarray with its test extras, and a working OpenCL CPU device
+# (Debian's PoCL) when none is present and apt is available.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${HOSTARRAY_EXTRAS:-test,interop,docs}"
+
+need_device() {
+  python3 - <<'PY' 2>/dev/null
+import sys
+try:
+    import pyopencl as cl
+    ok = any(d for p in cl.get_platforms() for d in p.get_devices())
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+}
+
+if [ ! -e /etc/OpenCL/vendors/pocl.icd ] && command -v apt-get >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "installing Debian's PoCL OpenCL CPU device (pocl-opencl-icd)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
+fi
+python3 -m pip install -q -e ".[${extras}]"
+need_device || echo "warning: no OpenCL device is visible; kernels will be unavailable" >&2
