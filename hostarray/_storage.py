@@ -42,7 +42,8 @@ def aligned_empty(nbytes: int) -> np.ndarray:
     padded = max(PAD, -(-nbytes // PAD) * PAD)
     raw = np.empty(padded + PAGE_SIZE, dtype=np.uint8)
     start = -address_of(raw) % PAGE_SIZE
-    return raw[start:start + nbytes]
+    # slice the padded range first: numpy gives an empty slice of raw the base's address
+    return raw[start:start + padded][:nbytes]
 
 
 class Storage:

@@ -78,7 +78,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         return _new(a, s, dev)
     a = np.asarray(obj, dtype=dt)
     _check_dtype(a.dtype)
-    if copy and (a is obj or a.base is not None):  # may still share obj's memory
+    if copy or a.base is None:  # a fresh array (or one to copy): into aligned storage
         a = aligned_copy(a)
     return _new(a, Storage(a), dev) if dev.framework == "host" else wrap(a, dev)
 

@@ -1,0 +1,186 @@
+"""The seed's API, hostarray.hostptr, on the real OpenCL device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+from hostarray import hostptr
+from hostarray._storage import address_of
+
+pytestmark = pytest.mark.device
+
+
+def _state(x: ha.HostPtrArray) -> tuple:
+    return (np.array(x._a, copy=True).tobytes(), dict(x._s.buffers), x._device)
+
+
+def test_attach_reports_a_verified_link(cl_device) -> None:
+    x = ha.zeros(1024, dtype=ha.float32)
+    link = hostptr.attach(x, cl_device)
+    assert link.kind == cl_device.link
+    assert link.device == cl_device and link.nbytes == x.nbytes
+    assert hostptr.host_link(x, cl_device) == link
+    assert hostptr.host_link(ha.zeros(3), cl_device) is None
+
+
+def test_attach_twice_raises_buffer_exists(cl_device) -> None:
+    x = ha.zeros(16)
+    hostptr.attach(x, cl_device)
+    before = _state(x)
+    with pytest.raises(hostptr.BufferExists) as e:
+        hostptr.attach(x, cl_device)
+    assert e.value.array_id == id(x) and e.value.device == cl_device
+    assert "free_buffer" in hostptr.error_message(e.value)
+    assert _state(x) == before
+
+
+def test_misaligned_memory_is_refused_and_unchanged(cl_device) -> None:
+    base = np.asarray(ha.zeros(4096, dtype=ha.uint8))
+    a = base[cl_device.alignment // 2: cl_device.alignment // 2 + 256]  # off the alignment
+    a[:] = 7
+    with pytest.raises(hostptr.Refused) as e:
+        hostptr.of_numpy(cl_device, a)
+    r = e.value.reason
+    assert r.kind == "alignment" and r.address == address_of(a)
+    assert r.required == cl_device.alignment
+    assert "ha.empty" in hostptr.refusal_message(r)
+    assert (a == 7).all()
+    x = ha.asarray(a)
+    before = _state(x)
+    with pytest.raises(hostptr.Refused):
+        hostptr.attach(x, cl_device)
+    assert _state(x) == before and x._s.buffers == {}
+
+
+def test_zero_bytes_and_too_large_are_refused(cl_device) -> None:
+    with pytest.raises(hostptr.Refused) as e:
+        hostptr.attach(ha.zeros(0), cl_device)
+    assert e.value.reason.kind == "size" and e.value.reason.size == 0
+    big = ha.empty(cl_device.max_alloc + 64, dtype=ha.uint8)  # virtual memory: never touched
+    with pytest.raises(hostptr.Refused) as e:
+        hostptr.attach(big, cl_device)
+    assert e.value.reason.kind == "size"
+    assert e.value.reason.limit == cl_device.max_alloc and e.value.reason.size > cl_device.max_alloc
+    assert big._s.buffers == {}
+
+
+def test_host_device_is_refused_by_type() -> None:
+    with pytest.raises(hostptr.Refused) as e:
+        hostptr.attach(ha.zeros(4), "cpu")
+    assert e.value.reason.kind == "device_type"
+
+
+def test_non_contiguous_numpy_is_not_host_backed(cl_device) -> None:
+    a = np.asarray(ha.zeros((8, 8)))[:, ::2]
+    with pytest.raises(hostptr.NotHostBacked) as e:
+        hostptr.of_numpy(cl_device, a)
+    assert isinstance(e.value.array_id, int)
+
+
+def test_of_numpy_shares_the_pointer_with_the_device(cl_device) -> None:
+    a = np.asarray(ha.zeros(64, dtype=ha.int32))
+    x = hostptr.of_numpy(cl_device, a)
+    assert hostptr.host_link(x, cl_device).address == address_of(a)
+    prg = ha.Program("__kernel void put(__global int *x) { x[get_global_id(0)] = 3; }",
+                     device=cl_device)
+    prg.put(64, x)
+    assert (np.asarray(x) == 3).all()
+    assert np.shares_memory(np.asarray(x), a)
+    if cl_device.link == "shared":
+        # the device wrote the very bytes numpy owns
+        assert (a == 3).all()
+
+
+def test_install_over_own_memory_and_new_memory(cl_device) -> None:
+    x = ha.zeros(32, dtype=ha.float32)
+    link = hostptr.install(x, cl_device, np.asarray(x))
+    assert link.address == x._s.address
+    y = ha.zeros(32, dtype=ha.float32)
+    fresh = np.asarray(ha.asarray(np.arange(32, dtype=np.float32), copy=True))
+    hostptr.install(y, cl_device, fresh)
+    assert np.array_equal(np.asarray(y), np.arange(32, dtype=np.float32))
+    assert hostptr.host_link(y, cl_device).address == address_of(fresh)
+    with pytest.raises(ValueError):
+        hostptr.install(ha.zeros(3), cl_device, np.zeros(4))
+
+
+def test_free_buffer_keeps_newest_data_and_launch_recreates(cl_device) -> None:
+    prg = ha.Program("__kernel void inc(__global float *x) { x[get_global_id(0)] += 1; }",
+                     device=cl_device)
+    x = ha.zeros(256, dtype=ha.float32, device=cl_device)
+    prg.inc(256, x)
+    ha.reset_stats()
+    assert hostptr.free_buffer(x, cl_device) is True
+    assert ha.stats().acquires == 1  # the device copy was newest: acquired first
+    assert hostptr.host_link(x, cl_device) is None
+    assert (np.asarray(x) == 1).all()
+    assert hostptr.free_buffer(x, cl_device) is False
+    prg.inc(256, x)  # a launch re-creates the buffer
+    assert hostptr.host_link(x, cl_device) is not None
+    assert (np.asarray(x) == 2).all()
+
+
+def test_publish_and_acquire_without_buffer_do_nothing(cl_device) -> None:
+    x = ha.zeros(8)
+    hostptr.publish_host_writes(x, cl_device)
+    hostptr.acquire_device_writes(x, cl_device)
+    s = ha.stats()
+    assert (s.publishes, s.acquires) == (0, 0)
+
+
+def test_explicit_publish_discards_unread_device_writes(cl_device) -> None:
+    prg = ha.Program("__kernel void put(__global int *x) { x[get_global_id(0)] = 9; }",
+                     device=cl_device)
+    x = ha.zeros(128, dtype=ha.int32, device=cl_device)
+    prg.put(128, x)
+    ha.reset_stats()
+    # host bytes on a shared link already hold 9s; on a copied link they still hold 0s
+    hostptr.publish_host_writes(x, cl_device)
+    host_bytes = x._a.copy()
+    assert np.array_equal(np.asarray(x), host_bytes)  # the host is authoritative now
+    assert (ha.stats().publishes, ha.stats().acquires) == (1, 0)
+    if cl_device.link == "copied":
+        assert (host_bytes == 0).all()
+    prg2 = ha.Program("__kernel void add1(__global int *x) { x[get_global_id(0)] += 1; }",
+                      device=cl_device)
+    prg2.add1(128, x)  # the device saw the published host bytes, not its discarded 9s
+    assert np.array_equal(np.asarray(x), host_bytes + 1)
+
+
+def test_explicit_acquire(cl_device) -> None:
+    prg = ha.Program("__kernel void put(__global int *x) { x[get_global_id(0)] = 5; }",
+                     device=cl_device)
+    x = ha.zeros(128, dtype=ha.int32, device=cl_device)
+    prg.put(128, x)
+    hostptr.acquire_device_writes(x, cl_device)
+    assert ha.stats().acquires == 1
+    assert (x._a == 5).all()  # visible in the raw host bytes, without a further sync
+    hostptr.acquire_device_writes(x, cl_device)
+    assert ha.stats().acquires == 1  # nothing newer: a no-op
+
+
+def test_raw_pyopencl_hand_off(cl_device) -> None:
+    import pyopencl as cl
+
+    x = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    x[:] = 1
+    with hostptr.cl_buffer(x, cl_device, "rw") as buf:
+        assert isinstance(buf, cl.Buffer)
+        cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(4), 0, 32)
+    assert ha.stats().publishes == 1
+    out = np.asarray(x)
+    assert ha.stats().acquires == 1
+    assert list(out[:9]) == [4] * 8 + [1]
+
+
+def test_error_messages_are_one_sentence_with_advice() -> None:
+    errs = [hostptr.Refused("d", hostptr.Refusal("backend", code=-61, text="bad")),
+            hostptr.NotHostBacked(1), hostptr.BufferExists(1, "d"),
+            hostptr.UnknownFramework("cuda")]
+    for e in errs:
+        msg = hostptr.error_message(e)
+        assert msg and ";" in msg and str(e) == msg
+    with pytest.raises(ValueError):
+        hostptr.Refusal("nonsense")

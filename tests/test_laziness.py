@@ -1,0 +1,185 @@
+"""Each coherence rule proven with counters on the real device (run on a shared
+link and again with HOSTARRAY_LINK=copied, where bytes really move)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+
+pytestmark = pytest.mark.device
+
+SRC = r"""
+__kernel void add(__global float *x, const float a) { x[get_global_id(0)] += a; }
+__kernel void fill(__global float *x, const float a) { x[get_global_id(0)] = a; }
+__kernel void copy(__global const float *src, __global float *dst) {
+    dst[get_global_id(0)] = src[get_global_id(0)];
+}
+__kernel void spin(__global const float *src, __global float *dst, const int iters) {
+    int i = get_global_id(0); float acc = src[i];
+    for (int k = 0; k < iters; ++k) acc = acc * 0.999999f + 1e-6f;
+    dst[i] = acc;
+}
+"""
+N = 4096
+
+
+@pytest.fixture()
+def prg(cl_device):
+    return ha.Program(SRC, device=cl_device)
+
+
+def _stats():
+    s = ha.stats()
+    return s.publishes, s.acquires
+
+
+def _moved(n_syncs: int, dev) -> int:
+    return 0 if dev.link == "shared" else n_syncs * N * 4
+
+
+def test_kernel_writes_reach_host_once(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    prg.add(N, x, 2.0)
+    assert _stats() == (1, 0)  # published before the launch, nothing acquired yet
+    assert float(x[5]) == 2.0
+    assert _stats() == (1, 1)
+    assert np.asarray(x[:10]).sum() == 20.0  # a second read: nothing moves
+    assert _stats() == (1, 1)
+    assert ha.stats().bytes_acquired == _moved(1, cl_device)
+
+
+def test_host_writes_published_once_for_two_launches(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    x[:] = 1
+    prg.add(N, x, 1.0)
+    prg.add(N, x, 1.0)
+    assert _stats() == (1, 0)
+    assert ha.stats().bytes_published == _moved(1, cl_device)
+    assert float(x[0]) == 3.0 and ha.stats().launches == 2
+
+
+def test_const_argument_leaves_host_current(prg, cl_device) -> None:
+    src = ha.asarray(np.arange(N, dtype=np.float32), device=cl_device)
+    dst = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    prg.copy(N, src, dst)
+    assert not src._s.host_stale and dst._s.host_stale
+    before = _stats()
+    assert float(src[7]) == 7.0
+    assert _stats() == before  # reading the const argument moved nothing
+    assert float(dst[7]) == 7.0 and _stats()[1] == before[1] + 1
+
+
+def test_write_only_argument_publishes_nothing(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    x[:] = 5  # host writes that the device never needs: the kernel overwrites them
+    prg.fill(N, ha.write(x), 3.0)
+    assert _stats() == (0, 0)
+    assert (np.asarray(x) == 3).all()
+
+
+def test_whole_overwrite_skips_the_acquire(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    prg.fill(N, x, 3.0)
+    acquires = ha.stats().acquires
+    x[...] = 4  # every byte overwritten: the device's 3s are dead
+    assert ha.stats().acquires == acquires
+    assert (np.asarray(x) == 4).all()
+    prg.fill(N, x, 6.0)
+    x[0] = 1  # a partial write must acquire first
+    assert ha.stats().acquires == acquires + 1
+    assert list(np.asarray(x[:3])) == [1, 6, 6]
+
+
+def test_views_see_base_writes_and_vice_versa(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    head = x[: N // 2]
+    prg.add(N, x, 1.0)  # device writes through the base
+    assert (np.asarray(head) == 1).all()
+    head[3] = 10  # host write through a view
+    prg.add(N, x, 1.0)
+    assert float(x[3]) == 11.0 and float(x[N - 1]) == 2.0
+    tail = x[N // 2:]  # byte offset N*2 is a multiple of the alignment: a sub-buffer
+    prg.add(N // 2, tail, 100.0)
+    assert float(x[N // 2]) == 102.0 and float(x[0]) == 2.0
+
+
+def test_escaped_views_stay_coherent(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    raw = np.asarray(x)  # an escape: may be written behind hostarray's back
+    raw[:] = 7
+    prg.add(N, x, 1.0)  # publishes the raw writes, acquires after
+    assert raw[0] == 8.0  # the raw view sees the kernel's write without asking
+    raw[1] = 100
+    prg.add(N, x, 1.0)
+    assert raw[1] == 101.0
+    view_of_raw = raw[10:20]
+    del raw
+    gc.collect()
+    view_of_raw[0] = 50  # a view derived from the export keeps it escaped
+    prg.add(N, x, 1.0)
+    assert view_of_raw[0] == 51.0
+    del view_of_raw
+    gc.collect()
+    assert not x._s.escaped
+    ha.reset_stats()
+    prg.add(N, x, 1.0)  # writes made before the views died are still published...
+    prg.add(N, x, 1.0)
+    assert _stats() == (1, 0)  # ...once; laziness is back
+    assert float(x[10]) == 53.0
+
+
+def test_host_write_waits_for_a_kernel_reading(prg, cl_device) -> None:
+    src = ha.asarray(np.ones(N, dtype=np.float32), device=cl_device)
+    dst = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    prg.spin(N, src, dst, 20000)
+    waits = ha.stats().waits
+    src[:] = 5  # write-after-read: must wait for spin to finish reading
+    assert ha.stats().waits == waits + 1
+    expected = np.float32(1)
+    for _ in range(20000):
+        expected = np.float32(expected * np.float32(0.999999) + np.float32(1e-6))
+    np.testing.assert_allclose(np.asarray(dst), expected, rtol=1e-5)
+
+
+def test_reads_do_not_wait_for_readers(prg, cl_device) -> None:
+    src = ha.asarray(np.ones(N, dtype=np.float32), device=cl_device)
+    dst = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    prg.spin(N, src, dst, 100)
+    waits = ha.stats().waits
+    assert float(src[0]) == 1.0
+    assert ha.stats().waits == waits and _stats()[1] == 0
+
+
+def test_launch_is_lazy_and_returns_a_launch(prg, cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32, device=cl_device)
+    launch = prg.add(N, x, 1.0)
+    assert launch.kernel == "add"
+    launch.wait()
+    assert launch.done
+    assert x._s.host_stale  # waiting for the launch is not an acquire
+
+
+def test_to_device_keeps_memory_and_attaches_lazily(cl_device) -> None:
+    x = ha.zeros(N, dtype=ha.float32)
+    y = x.to_device(cl_device)
+    assert y._s is x._s and y.device == cl_device
+    assert y._s.buffers == {}  # no buffer before the first device use
+    unaligned = ha.asarray(np.asarray(ha.zeros(N + 1, dtype=ha.uint8))[1:])
+    z = unaligned.to_device(cl_device)
+    assert z._s is not unaligned._s  # misaligned memory is copied into aligned storage
+    assert z._s.address % cl_device.alignment == 0
+
+
+def test_asarray_on_device_shares_aligned_numpy_memory(cl_device) -> None:
+    a = np.asarray(ha.zeros(N, dtype=ha.float32))
+    x = ha.asarray(a, device=cl_device)
+    assert x._a is a
+    b = np.zeros(N + 1, dtype=np.float32)[1:]
+    if b.__array_interface__["data"][0] % cl_device.alignment:
+        assert ha.asarray(b, device=cl_device)._a is not b
+        with pytest.raises(ValueError):
+            ha.asarray(b, device=cl_device, copy=False)
