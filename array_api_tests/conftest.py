@@ -1,0 +1,57 @@
+"""Settings of the conformance suite: hypothesis profiles, ``--thorough``, the OpenCL device.
+
+The default profile keeps the whole suite to a few minutes on two cores (CI). ``--thorough``
+or ``HOSTARRAY_THOROUGH=1`` draws ten times as many examples per test.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import hostarray as ha
+
+FAST_EXAMPLES = 12
+THOROUGH_EXAMPLES = 10 * FAST_EXAMPLES
+
+_COMMON = dict(deadline=None, derandomize=False, print_blob=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                      HealthCheck.data_too_large,
+                                      HealthCheck.function_scoped_fixture])
+settings.register_profile("hostarray-fast", max_examples=FAST_EXAMPLES, **_COMMON)
+settings.register_profile("hostarray-thorough", max_examples=THOROUGH_EXAMPLES, **_COMMON)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--thorough", action="store_true", default=False,
+                     help="array_api_tests: draw 10x more hypothesis examples per test "
+                          "(also HOSTARRAY_THOROUGH=1)")
+
+
+def thorough(config: pytest.Config) -> bool:
+    return bool(config.getoption("--thorough")) or os.environ.get("HOSTARRAY_THOROUGH") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # An explicit --hypothesis-profile on the command line wins.
+    if config.getoption("hypothesis_profile", None):
+        return
+    settings.load_profile("hostarray-thorough" if thorough(config) else "hostarray-fast")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    mode = "thorough" if thorough(config) else "fast"
+    return [f"array_api_tests: {mode} mode, {settings().max_examples} examples per test"]
+
+
+@pytest.fixture(scope="session")
+def cl_device() -> ha.Device:
+    """The first working OpenCL device (the suite's real device; no mocks)."""
+    devs = [d for d in ha.devices() if d.framework == "opencl"]
+    if not devs:
+        if os.environ.get("HOSTARRAY_REQUIRE_DEVICE") == "1":
+            pytest.fail("no working OpenCL device (HOSTARRAY_REQUIRE_DEVICE=1)")
+        pytest.skip("no working OpenCL device")
+    return devs[0]

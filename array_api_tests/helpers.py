@@ -1,0 +1,160 @@
+"""Differential checking: run one call on hostarray and on array_api_strict (the standard's
+reference) with the same numpy-drawn inputs, then compare types, shapes, dtypes, devices and
+values (NaNs equal NaNs, signed zeros compared by sign where asked).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import array_api_strict as xps
+import numpy as np
+import pytest
+from hypothesis import reject
+
+import hostarray as ha
+from hostarray import HostPtrArray
+
+HOST = ha.device("cpu")
+
+
+def ha_fn(name: str, module: Any = ha) -> Callable:
+    """``module.name`` of hostarray, failing the test (not skipping) when it is missing."""
+    modname = getattr(module, "__name__", str(module))
+    f = getattr(module, name, None)
+    if f is None:
+        pytest.fail(f"{modname}.{name} is missing (array API 2025.12 requires it)")
+    return f
+
+
+def strict_fn(name: str, module: Any = xps) -> Callable:
+    return getattr(module, name)
+
+
+def to_ha(a: Any, device: Any = None) -> Any:
+    """numpy arrays (also inside lists/tuples) -> HostPtrArrays with their own copy."""
+    if isinstance(a, np.ndarray):
+        return ha.asarray(a.copy(), device=device)
+    if isinstance(a, (list, tuple)):
+        return type(a)(to_ha(v, device) for v in a)
+    return a
+
+
+def to_strict(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return xps.asarray(a.copy())
+    if isinstance(a, (list, tuple)):
+        return type(a)(to_strict(v) for v in a)
+    return a
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _tol(dt: np.dtype, rtol: float | None) -> tuple[float, float]:
+    if rtol is not None:
+        return rtol, rtol
+    if dt.kind in "fc":
+        eps = float(np.finfo(dt).eps)
+        return 8 * eps, 8 * eps
+    return 0.0, 0.0
+
+
+def assert_values(got: np.ndarray, want: np.ndarray, *, rtol: float | None = None,
+                  atol: float | None = None, signed_zeros: bool = False,
+                  msg: str = "") -> None:
+    """Elementwise equality with NaN == NaN; floats within a few ulps unless told otherwise."""
+    assert got.shape == want.shape, f"{msg}: shape {got.shape} != {want.shape}"
+    if got.dtype.kind in "biu" and want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, want, err_msg=msg)
+        return
+    r, a = _tol(np.result_type(got.dtype, want.dtype), rtol)
+    if atol is not None:
+        a = atol
+    if got.dtype.kind == "c" or want.dtype.kind == "c":
+        assert_values(np.asarray(got.real), np.asarray(want.real), rtol=r, atol=a,
+                      signed_zeros=signed_zeros, msg=msg + " (real part)")
+        assert_values(np.asarray(got.imag), np.asarray(want.imag), rtol=r, atol=a,
+                      signed_zeros=signed_zeros, msg=msg + " (imaginary part)")
+        return
+    g = got.astype(np.float64)
+    w = want.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=msg + " (NaN positions)")
+    np.testing.assert_array_equal(np.isposinf(g), np.isposinf(w), err_msg=msg + " (+inf)")
+    np.testing.assert_array_equal(np.isneginf(g), np.isneginf(w), err_msg=msg + " (-inf)")
+    fin = np.isfinite(w)
+    # a few ulps of the result dtype, plus a floor near zero scaled by the operands' size
+    scale = max(1.0, float(np.max(np.abs(w[fin])))) if fin.any() else 1.0
+    np.testing.assert_allclose(g[fin], w[fin], rtol=r, atol=a * scale, err_msg=msg)
+    if signed_zeros:
+        z = fin & (w == 0)
+        np.testing.assert_array_equal(np.signbit(g[z]), np.signbit(w[z]),
+                                      err_msg=msg + " (sign of zero)")
+
+
+def assert_like(got: Any, want: Any, *, device: Any = HOST, dtype: Any = None,
+                rtol: float | None = None, atol: float | None = None,
+                signed_zeros: bool = False, values: bool = True, msg: str = "") -> None:
+    """``got`` (hostarray result) has the structure, dtypes, shapes and values of ``want``
+    (array_api_strict's result), and its arrays are on ``device``."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple), f"{msg}: expected a tuple, got {type(got).__name__}"
+        assert len(got) == len(want), f"{msg}: {len(got)} results, expected {len(want)}"
+        if hasattr(want, "_fields"):
+            assert getattr(got, "_fields", None) == want._fields, \
+                f"{msg}: namedtuple fields {getattr(got, '_fields', None)} != {want._fields}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_like(g, w, device=device, rtol=rtol, atol=atol, signed_zeros=signed_zeros,
+                        values=values, msg=f"{msg}[{i}]")
+        return
+    if isinstance(want, xps.Array):
+        assert isinstance(got, HostPtrArray), \
+            f"{msg}: expected a HostPtrArray, got {type(got).__name__}"
+        w = to_numpy(want)
+        want_dt = np.dtype(w.dtype) if dtype is None else np.dtype(dtype)
+        assert got.dtype == want_dt, f"{msg}: dtype {got.dtype}, expected {want_dt}"
+        assert got.shape == w.shape, f"{msg}: shape {got.shape}, expected {w.shape}"
+        if device is not None:
+            assert got.device == device, f"{msg}: result on {got.device}, inputs on {device}"
+        if values:
+            assert_values(to_numpy(got), w, rtol=rtol, atol=atol, signed_zeros=signed_zeros,
+                          msg=msg)
+        return
+    if isinstance(want, float) and math.isnan(want):
+        assert isinstance(got, float) and math.isnan(got), f"{msg}: {got!r} != nan"
+        return
+    assert type(got) is type(want) or (isinstance(want, (int, float)) and
+                                       isinstance(got, (int, float))
+                                       and not isinstance(got, bool)), \
+        f"{msg}: {type(got).__name__} result, expected {type(want).__name__}"
+    assert got == want, f"{msg}: {got!r} != {want!r}"
+
+
+def differential(name: str, *args: Any, _module: tuple[Any, Any] = (ha, xps),
+                 _device: Any = None, _check: Callable | None = None,
+                 _rtol: float | None = None, _atol: float | None = None,
+                 _signed_zeros: bool = False, **kwargs: Any) -> Any:
+    """Call ``name`` on hostarray and on array_api_strict with the numpy ``args``; compare.
+
+    Inputs the reference rejects (an exception) are rejected from the hypothesis run:
+    the question is only whether hostarray agrees where the standard is defined. Options
+    start with ``_`` so they never clash with the function's own keywords. The hostarray
+    result is returned (``_check(got, want)`` replaces the default comparison)."""
+    sfn = strict_fn(name, _module[1])
+    with np.errstate(all="ignore"):
+        try:
+            want = sfn(*to_strict(args), **{k: to_strict(v) for k, v in kwargs.items()})
+        except Exception:
+            reject()
+    f = ha_fn(name, _module[0])
+    with np.errstate(all="ignore"):
+        got = f(*to_ha(args, _device), **{k: to_ha(v, _device) for k, v in kwargs.items()})
+    if _check is not None:
+        _check(got, want)
+    else:
+        assert_like(got, want, device=HOST if _device is None else ha.device(_device),
+                    rtol=_rtol, atol=_atol, signed_zeros=_signed_zeros, msg=name)
+    return got
