@@ -1,63 +1,144 @@
-"""Command line: ``hostarray devices``, ``hostarray demo``, ``hostarray bench``."""
+"""Command line: ``hostarray devices``, ``hostarray demo``, ``hostarray bench``.
+
+``hostarray devices`` lists every device hostarray found (and every device it
+left out, with why); ``hostarray demo`` runs a numpy -> kernel -> numpy
+pipeline and prints the bytes hostarray did not move; ``hostarray bench``
+measures attach, round trips and laziness (see the performance page).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import time
 from typing import Any
 
-import numpy as np
+__all__ = ["main", "device_report"]
 
-__all__ = ["main"]
+# OpenCL device type bits, in the order they are shown.
+_CL_TYPE_BITS = ((2, "CPU"), (4, "GPU"), (8, "ACCELERATOR"), (16, "CUSTOM"))
 
 
-def _device_rows() -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def _type_name(dev: Any) -> str:
+    """The device type as one word (``"CPU"``, ``"GPU"``): pyopencl's
+    ``device_type.to_string`` also names ``ALL``, a mask, not a type."""
+    cl_dev = getattr(dev, "_cl_device", None)
+    if cl_dev is None:
+        return str(dev.type)
+    bits = int(cl_dev.type)
+    names = [n for b, n in _CL_TYPE_BITS if bits & b]
+    return " | ".join(names) if names else str(dev.type)
+
+
+def device_report() -> dict[str, Any]:
+    """Every device found and every device left out, as plain data.
+
+    The host-link kind of each OpenCL device comes from the runtime's check
+    (a probe kernel writes host memory; the kind is ``shared`` when the write
+    is visible without a map, ``mapped`` otherwise), unless ``HOSTARRAY_LINK``
+    forces a kind.
+
+    Returns
+    -------
+    dict
+        ``{"devices": [...], "left_out": [...], "default": str, "link_forced": str | None}``;
+        each device has ``device, framework, name, type, alignment, max_alloc,
+        host_unified, link, default`` (and ``platform``, ``driver`` for OpenCL).
+
+    Examples
+    --------
+    >>> from hostarray.__main__ import device_report
+    >>> r = device_report()
+    >>> r["devices"][0]["device"], r["devices"][0]["link"]
+    ('cpu', None)
+    """
     import hostarray as ha
 
     default = ha.default_device()
+    forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
     rows = []
     for d in ha.devices():
-        rows.append({
-            "device": str(d), "framework": d.framework, "name": d.name, "type": d.type,
-            "alignment": d.alignment, "max_alloc": d.max_alloc,
-            "host_unified": d.host_unified, "link": d.link or "-", "default": d == default,
-        })
+        row: dict[str, Any] = {
+            "device": str(d), "framework": d.framework, "name": d.name, "type": _type_name(d),
+            "alignment": d.alignment,
+            "max_alloc": None if d.framework == "host" else d.max_alloc,
+            "host_unified": d.host_unified, "link": None, "default": d == default,
+        }
+        if d.framework == "opencl":
+            cl_dev = d._cl_device
+            row["platform"] = cl_dev.platform.name.strip()
+            row["driver"] = cl_dev.driver_version.strip()
+            try:
+                row["link"] = d.link
+            except Exception as e:  # a failed check is reported, not hidden
+                row["link"] = None
+                row["link_error"] = f"{type(e).__name__}: {e}"
+        rows.append(row)
     left = [{"device": s, "name": n, "why": w} for s, n, w in ha._devices.left_out_devices()]
-    return rows, left
+    return {"devices": rows, "left_out": left, "default": str(default),
+            "link_forced": forced if forced and forced != "auto" else None}
+
+
+def _size(n: int | None) -> str:
+    """Bytes as a short human size (``2 GiB``); ``-`` for no limit."""
+    if n is None:
+        return "-"
+    x = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if x < 1024:
+            return f"{x:.3g} {unit}"
+        x /= 1024
+    return f"{x:.3g} PiB"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return lines
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    rows, left = _device_rows()
+    report = device_report()
     if args.json:
-        print(json.dumps({"devices": rows, "left_out": left}, indent=2))
+        print(json.dumps(report, indent=2))
         return 0
-    cols = ["device", "type", "link", "alignment", "max_alloc", "host_unified", "default", "name"]
-    table = [[str(r[c]) if c != "max_alloc" else _size(r[c]) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-    for t in table:
-        print("  ".join(v.ljust(w) for v, w in zip(t, widths)))
-    for lo in left:
-        print(f"left out: {lo['device']} ({lo['name']}): {lo['why']}")
+    header = ["device", "framework", "type", "link", "alignment", "max alloc", "unified",
+              "default", "name"]
+    rows = []
+    for r in report["devices"]:
+        link = r["link"] or ("error" if "link_error" in r else "-")
+        rows.append([r["device"], r["framework"], r["type"], link, f"{r['alignment']} B",
+                     _size(r["max_alloc"]), "yes" if r["host_unified"] else "no",
+                     "*" if r["default"] else "", r["name"]])
+    print("\n".join(_table(header, rows)))
+    for r in report["devices"]:
+        if "link_error" in r:
+            print(f"link check failed on {r['device']}: {r['link_error']}")
+    if report["left_out"]:
+        print("\nleft out (listed by the driver, but failed a test build):")
+        for lo in report["left_out"]:
+            print(f"  {lo['device']} ({lo['name']}): {lo['why']}")
+    print()
+    if report["link_forced"]:
+        print(f"link: forced to {report['link_forced']!r} by HOSTARRAY_LINK")
+    else:
+        print("link: checked by a probe kernel -- shared: the device works on the host bytes; "
+              "mapped: the driver mirrors them and copies on publish/acquire")
+    opencl = [r["device"] for r in report["devices"] if r["framework"] == "opencl"]
+    kernels = (report["default"] if report["default"] != "cpu"
+               else (opencl[0] if opencl else "none"))
+    print(f"default: {report['default']} (arrays); kernels and `hostarray demo`: {kernels}; "
+          f"set HOSTARRAY_DEVICE to change")
     return 0
-
-
-def _size(n: int) -> str:
-    if n >= 2**62:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024:
-            return f"{n:g} {unit}"
-        n /= 1024
-    return f"{n:g} PiB"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(device=args.device, size=args.size, out=sys.stdout)
+    return run_demo(device=args.device, size=args.size, repeat=args.repeat, out=sys.stdout)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -69,9 +150,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(args)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hostarray`` command."""
-    p = argparse.ArgumentParser(prog="hostarray", description=__doc__)
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hostarray", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("devices", help="list devices, their host-link kind and alignment")
     d.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -79,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("demo", help="numpy -> kernel -> numpy pipeline, with the bytes saved")
     m.add_argument("--device", default=None, help="device to run on (default: "
                    "HOSTARRAY_DEVICE, else the first OpenCL device)")
-    m.add_argument("--size", type=int, default=1 << 22, help="signal length (elements)")
+    m.add_argument("--size", type=int, default=1 << 22, help="signal length in float32 "
+                   "elements (default: 4194304 = 16 MiB)")
+    m.add_argument("--repeat", type=int, default=3, help="timed runs of each pipeline; "
+                   "the best is shown (default: 3)")
     m.set_defaults(func=cmd_demo)
     b = sub.add_parser("bench", help="measure attach, round trip and laziness on a device")
     b.add_argument("--device", default=None)
@@ -87,15 +170,28 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--max-size", default="64MiB")
     b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
     b.set_defaults(func=cmd_bench)
-    args = p.parse_args(argv)
-    t = time.perf_counter()
-    rc = args.func(args)
-    if getattr(args, "command", "") == "demo":
-        print(f"total {time.perf_counter() - t:.2f} s")
-    return rc
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hostarray`` command; returns the exit status.
+
+    Examples
+    --------
+    >>> from hostarray.__main__ import main
+    >>> main(["devices"])  # doctest: +ELLIPSIS
+    device  framework  type ...
+    0
+    """
+    args = _parser().parse_args(argv)
+    from ._errors import HostPtrError
+
+    try:
+        return args.func(args)
+    except HostPtrError as e:  # a bad device name etc.: one sentence, no traceback
+        print(f"hostarray {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
     sys.exit(main())
-
-_ = np
