@@ -132,7 +132,10 @@ class DeviceRuntime:
                       ) -> OpenCLBuffer:
         """A buffer over ``host_bytes`` (contiguous uint8); raises :class:`Refused`."""
         link = self.link
-        flags = cl.mem_flags.READ_WRITE
+        # read-only host memory (e.g. np.frombuffer on bytes) gets a read-only buffer:
+        # kernels can read it, and hostarray refuses launches that may write it
+        readonly = readonly or not host_bytes.flags.writeable
+        flags = cl.mem_flags.READ_ONLY if readonly else cl.mem_flags.READ_WRITE
         try:
             if link == "copied":
                 buf = cl.Buffer(self.context, flags, host_bytes.nbytes)

@@ -1,0 +1,132 @@
+"""Programs and kernels: building, caching, argument access and checking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+from hostarray import hostptr
+
+pytestmark = pytest.mark.device
+
+SRC = r"""
+__kernel void axpy(const float a, __global const float *x, __global float *y) {
+    int i = get_global_id(0); y[i] = a * x[i] + y[i];
+}
+__kernel void scalars(__global long *out, const char c, const uchar uc, const short s,
+                      const int i, const uint u, const long l, const ulong ul,
+                      const float f, const double d) {
+    out[0] = c; out[1] = uc; out[2] = s; out[3] = i; out[4] = u; out[5] = l;
+    out[6] = (long)ul; out[7] = (long)(f * 2); out[8] = (long)(d * 4);
+}
+__kernel void twod(__global int *x, const int width) {
+    x[get_global_id(1) * width + get_global_id(0)] = get_global_id(0) + 10 * get_global_id(1);
+}
+__kernel void with_local(__global float *x, __local float *tmp) {
+    int l = get_local_id(0); tmp[l] = x[get_global_id(0)];
+    barrier(CLK_LOCAL_MEM_FENCE); x[get_global_id(0)] = tmp[get_local_size(0) - 1 - l];
+}
+"""
+
+
+@pytest.fixture()
+def prg(cl_device):
+    return ha.Program(SRC, device=cl_device)
+
+
+def test_access_comes_from_const_qualifiers(prg) -> None:
+    args = {name: (kind, info) for name, kind, info in prg.axpy.args}
+    assert args["x"] == ("buffer", "read")
+    assert args["y"] == ("buffer", "readwrite")
+    assert args["a"] == ("scalar", "float")
+
+
+def test_axpy_matches_numpy(prg, cl_device) -> None:
+    rng = np.random.default_rng(1)
+    xn = rng.standard_normal(1000).astype(np.float32)
+    yn = rng.standard_normal(1000).astype(np.float32)
+    x = ha.asarray(xn, device=cl_device)
+    y = ha.asarray(yn.copy(), device=cl_device)
+    prg.axpy(1000, 3.0, x, y)
+    np.testing.assert_allclose(np.array(y, copy=True), 3 * xn + yn, rtol=1e-5, atol=1e-6)
+
+
+def test_scalars_are_passed_with_the_declared_type(prg, cl_device) -> None:
+    out = ha.zeros(9, dtype=ha.int64, device=cl_device)
+    prg.scalars(1, out, -3, 250, -30000, -(2**31), 2**32 - 1, -(2**62), 2**63 + 5, 1.5, 2.25)
+    expected = [-3, 250, -30000, -(2**31), 2**32 - 1, -(2**62),
+                np.uint64(2**63 + 5).astype(np.int64), 3, 9]
+    assert np.array(out, copy=True).tolist() == [int(v) for v in expected]
+
+
+def test_two_dimensional_global_size(prg, cl_device) -> None:
+    x = ha.zeros((3, 4), dtype=ha.int32, device=cl_device)
+    prg.twod((4, 3), x, 4)
+    assert np.array(x, copy=True).tolist() == [[c + 10 * r for c in range(4)] for r in range(3)]
+
+
+def test_local_memory_and_local_size(prg, cl_device) -> None:
+    import pyopencl as cl
+
+    x = ha.asarray(np.arange(8, dtype=np.float32), device=cl_device)
+    prg.with_local(8, x, cl.LocalMemory(16), local_size=4)
+    assert np.array(x, copy=True).tolist() == [3, 2, 1, 0, 7, 6, 5, 4]
+
+
+def test_programs_and_kernels_are_cached(prg, cl_device) -> None:
+    again = ha.Program(SRC, device=cl_device)
+    assert again._cl is prg._cl
+    assert again.axpy is prg.axpy
+    other = ha.Program(SRC, device=cl_device, options=["-DUNUSED=1"])
+    assert other._cl is not prg._cl
+    assert set(prg.kernel_names) == {"axpy", "scalars", "twod", "with_local"}
+
+
+def test_build_failure_carries_the_log(cl_device) -> None:
+    with pytest.raises(hostptr.BuildFailed) as e:
+        ha.Program("__kernel void broken(__global float *x) { x[0] = undefined_name; }",
+                   device=cl_device)
+    assert "undefined_name" in e.value.log
+    assert "error" in e.value.log.lower()
+    assert "fix the source" in str(e.value)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda p, x, y: p.axpy(16, 1.0, x), "takes 3 arguments"),
+    (lambda p, x, y: p.axpy(16, x, x, y), "scalar"),
+    (lambda p, x, y: p.axpy(16, 1.0, 2.0, y), "pointer"),
+    (lambda p, x, y: p.axpy(16, "one", x, y), "needs a float"),
+    (lambda p, x, y: p.axpy(10, 1.0, x, y, local_size=4), "multiple of local size"),
+    (lambda p, x, y: p.axpy(0, 1.0, x, y), "positive"),
+    (lambda p, x, y: p.axpy(16, 1.0, x, y[::2]), "not contiguous"),
+])
+def test_bad_launches_are_typed_and_change_nothing(prg, cl_device, call, match) -> None:
+    x = ha.asarray(np.ones(16, dtype=np.float32), device=cl_device)
+    y = ha.asarray(np.full(16, 2, dtype=np.float32), device=cl_device)
+    with pytest.raises(hostptr.BadLaunch, match=match) as e:
+        call(prg, x, y)
+    assert e.value.kernel == "axpy"
+    assert ha.stats().launches == 0
+    assert (np.array(y, copy=True) == 2).all()
+
+
+def test_unknown_kernel_name(prg) -> None:
+    with pytest.raises(AttributeError, match="no kernel 'nope'"):
+        prg.nope  # noqa: B018
+
+
+def test_read_only_numpy_can_be_read_not_written(prg, cl_device) -> None:
+    base = np.asarray(ha.asarray(np.arange(16, dtype=np.float32), copy=True))
+    base.flags.writeable = False
+    x = ha.asarray(base, device=cl_device)
+    y = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    prg.axpy(16, 1.0, x, y)
+    assert np.array(y, copy=True).tolist() == list(range(16))
+    with pytest.raises(hostptr.BadLaunch, match="read-only"):
+        prg.axpy(16, 1.0, y, x)
+
+
+def test_program_needs_an_opencl_device() -> None:
+    with pytest.raises(hostptr.DeviceUnavailable):
+        ha.Program("__kernel void k() {}", device="cpu")
