@@ -210,8 +210,13 @@ class Storage:
             coh.device_written(key, token)
         else:
             coh.device_read_launched(key, token)
-        if coh.escaped and writes:
-            self._acquire_from(key)  # raw views must see the result
+        if coh.escaped:
+            if writes:
+                self._acquire_from(key)  # raw views must see the result
+            else:
+                # a raw view may be written right after this call: the launch (and
+                # its publish, a copy still reading host memory) must be done first
+                self._wait_for([token])
         self._mirror()
 
     # -- explicit hostptr operations ---------------------------------------------------
