@@ -215,8 +215,15 @@ class Kernel:
                 if not a.flags.c_contiguous:
                     raise BadLaunch(self.name, f"argument {aname!r} is not contiguous; pass "
                                                f"ha.asarray(x, copy=True)")
-                buf = ensure_buffer(arg, dev)
                 off = (a.__array_interface__["data"][0] - s.address) if a.size else 0
+                if off % dev.alignment:  # a sub-buffer must start on the device's alignment
+                    raise BadLaunch(self.name, f"argument {aname!r} is a view starting at byte "
+                                               f"{off} of its array, not a multiple of the "
+                                               f"device's {dev.alignment}-byte alignment; start "
+                                               f"the view at a multiple of "
+                                               f"{dev.alignment // a.itemsize or 1} elements or "
+                                               f"pass ha.asarray(x, copy=True)")
+                buf = ensure_buffer(arg, dev)
                 values.append((buf, off, a.nbytes))
                 u = uses.setdefault(id(s), [s, False, False])
                 u[1] |= mode != WRITE
