@@ -27,6 +27,7 @@ from ._dtypes import (
     uint32,
     uint64,
 )
+from ._interop import from_dlpack
 from ._stats import Stats, reset_stats, stats
 
 __version__ = "0.1.0"
@@ -43,4 +44,5 @@ def __getattr__(name: str):  # kernels import pyopencl: load them on first use
 __all__ = ["HostPtrArray", "Device", "Stats", "Program", "Kernel", "Launch", "read", "write",
            "readwrite", "asarray", "empty", "zeros", "device", "devices", "default_device",
            "stats", "reset_stats", "hostptr", "bool", "int8", "int16", "int32", "int64", "uint8",
-           "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128"]
+           "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128",
+           "from_dlpack"]

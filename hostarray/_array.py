@@ -149,15 +149,71 @@ class HostPtrArray:
 
     # -- numpy protocol ------------------------------------------------------------
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        a = self._host()
-        if dtype is not None and np.dtype(dtype) != a.dtype:
-            if copy is False:
-                raise ValueError(f"converting {a.dtype} to {np.dtype(dtype)} needs a copy; "
-                                 f"pass copy=None or copy=True")
-            return a.astype(dtype)
-        if copy:
-            return a.copy()
-        return host_view(self)
+        """numpy's view of the data (an escape: see the coherence model), or a copy."""
+        return _interop.array(self, dtype, copy)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _interop.array_function(self, func, types, args, kwargs)
+
+    def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """Export as a DLPack capsule (host memory, acquired first; see ``ha.from_dlpack``).
+
+        Without ``copy=True`` the consumer shares the memory and may write it: the
+        array counts as escaped while the consumer holds it."""
+        return _interop.dlpack(self, stream=stream, max_version=max_version,
+                               dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: DLPack's ``kDLCPU``; the data is always in host memory."""
+        return _interop.dlpack_device(self)
+
+    # -- Python conveniences, pickling, copies ------------------------------------------------
+    def __len__(self) -> int:
+        return _interop.length(self)
+
+    def __iter__(self) -> Any:
+        return _interop.iterate(self)
+
+    def __contains__(self, value: Any) -> bool:
+        return _interop.contains(self, value)
+
+    def __format__(self, format_spec: str) -> str:
+        return _interop.format_array(self, format_spec)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _interop.reduce(self)
+
+    def __copy__(self) -> HostPtrArray:
+        return _interop.copy(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> HostPtrArray:
+        return _interop.deepcopy(self, memo)
+
+    def tolist(self) -> Any:
+        """The elements as nested Python lists of Python scalars (as ``numpy.ndarray.tolist``).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.asarray([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
+        return self._host().tolist()
+
+    def item(self, *args: Any) -> Any:
+        """One element as a Python scalar (as ``numpy.ndarray.item``).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.asarray([1.5, 2.5]).item(1)
+        2.5
+        """
+        return self._host().item(*args)
 
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any) -> HostPtrArray:
@@ -256,3 +312,6 @@ def _is_whole(key: Any) -> bool:
     if isinstance(key, tuple):
         return all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in key)
     return False
+
+
+from . import _interop  # noqa: E402  (it builds on the names above)
