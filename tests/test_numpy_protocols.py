@@ -50,7 +50,7 @@ def assert_same(got, want) -> None:
         assert got == want or (got != got and want != want)
 
 
-# -- __array__ -------------------------------------------------------------------------------------
+# -- __array__ ---------------------------------------------------------------------------------
 
 def test_asarray_shares_memory_and_copy_rules() -> None:
     a = np.arange(12.0).reshape(3, 4)
@@ -79,7 +79,7 @@ def test_asarray_is_an_escape_while_the_view_lives() -> None:
     assert not x._s.escaped
 
 
-# -- __array_ufunc__ ------------------------------------------------------------------------------
+# -- __array_ufunc__ ---------------------------------------------------------------------------
 
 UNARY = [np.negative, np.absolute, np.sin, np.exp, np.sqrt, np.floor, np.square, np.isfinite,
          np.sign, np.log1p, np.rint, np.signbit]
@@ -157,7 +157,7 @@ def test_zero_d_ufunc_gives_numpy_scalar_like_numpy() -> None:
     assert_same(np.sin(ha.asarray(0.5)), want)
 
 
-# -- __array_function__ --------------------------------------------------------------------------
+# -- __array_function__ ------------------------------------------------------------------------
 
 A = np.array([[3.0, 1.0, 2.0], [0.5, -4.0, 8.0], [1.0, 1.0, 7.0]])
 FUNCTIONS = {
@@ -264,7 +264,7 @@ def test_foreign_array_types_are_left_to_their_library() -> None:
     assert np.concatenate([ha.zeros(2), Other()]) == "other"
 
 
-# -- Python conveniences -----------------------------------------------------------------------------
+# -- Python conveniences -----------------------------------------------------------------------
 
 @FEW
 @given(a=floats)
@@ -324,12 +324,19 @@ def test_unpickled_array_of_a_missing_device_goes_to_the_host() -> None:
 def test_repr_and_str_are_numpy_style() -> None:
     a = np.array([[1.5, 2.0], [3.0, 4.0]])
     x = ha.asarray(a)
-    assert repr(x) == repr(a).replace("array(", "HostPtrArray(").replace("      [", "             [")\
-        .replace(")", ", dtype=float64)")
+    body = np.array2string(a, separator=", ", prefix="HostPtrArray(")
+    assert repr(x) == f"HostPtrArray({body}, dtype=float64)"
+    assert "\n             [3." in repr(x)  # continuation lines line up under the bracket
     assert str(x) == str(a)
 
 
-# -- arrays whose newest data is on the device -----------------------------------------------------------
+@pytest.mark.device
+def test_repr_shows_the_device(cl_device) -> None:
+    x = ha.asarray(np.ones(3, np.float32), device=cl_device)
+    assert repr(x) == f"HostPtrArray([1., 1., 1.], dtype=float32, device='{cl_device}')"
+
+
+# -- arrays whose newest data is on the device -------------------------------------------------
 
 SRC = r"""
 __kernel void affine(__global float *x, const float a, const float b) {
