@@ -326,7 +326,7 @@ def test_repr_and_str_are_numpy_style() -> None:
     x = ha.asarray(a)
     body = np.array2string(a, separator=", ", prefix="HostPtrArray(")
     assert repr(x) == f"HostPtrArray({body}, dtype=float64)"
-    assert "\n             [3." in repr(x)  # continuation lines line up under the bracket
+    assert "\n              [3." in repr(x)  # continuation lines line up under the bracket
     assert str(x) == str(a)
 
 
