@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import array_api_strict as xps
+from array_api_strict._array_object import Array as StrictArray
 import numpy as np
 import pytest
 from hypothesis import reject
@@ -110,7 +111,7 @@ def assert_like(got: Any, want: Any, *, device: Any = HOST, dtype: Any = None,
             assert_like(g, w, device=device, rtol=rtol, atol=atol, signed_zeros=signed_zeros,
                         values=values, msg=f"{msg}[{i}]")
         return
-    if isinstance(want, xps.Array):
+    if isinstance(want, StrictArray):
         assert isinstance(got, HostPtrArray), \
             f"{msg}: expected a HostPtrArray, got {type(got).__name__}"
         w = to_numpy(want)
