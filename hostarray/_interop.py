@@ -341,6 +341,9 @@ def from_dlpack(x: Any, /, *, device: Device | str | None = None,
         if copy is False and dev.framework != "host" and not _shares_ok(x._s, dev):
             raise BufferError(f"this array's memory can't be shared with {dev} without a copy")
         return x.to_device(dev)
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"a {type(x).__name__} does not implement __dlpack__; convert it with "
+                        f"ha.asarray")
     if dev.framework not in ("host", "opencl"):
         raise BufferError(f"from_dlpack can place data on the host or an OpenCL device, "
                           f"not {dev}")
