@@ -1,0 +1,151 @@
+"""One script for a GPU machine: check everything, measure everything, write it under $OUT.
+
+Made for the lent NVIDIA H200 (reached through NVIDIA's OpenCL driver, see
+../shared/GPU.md), usable on any machine with an OpenCL GPU:
+
+    python3 benchmarks/gpu_run.py [--quick] [--max-size 4GiB] [--tests]
+
+Writes (at most 8 files): ``log.txt`` (everything), ``devices.txt``
+(``hostarray devices`` and ``--json``), ``demo.txt`` (``hostarray demo``),
+``bench.txt`` (the tables), ``bench.json`` (the numbers), ``bench.png``
+(the plot), ``pytest.txt`` (the device tests, with ``--tests``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu_out")
+os.makedirs(OUT, exist_ok=True)
+LOG = open(os.path.join(OUT, "log.txt"), "w")
+T0 = time.perf_counter()
+
+
+def say(msg: str) -> None:
+    line = f"[{time.perf_counter() - T0:7.1f}s] {msg}"
+    print(line, flush=True)
+    print(line, file=LOG, flush=True)
+
+
+def sh(cmd: list[str], outfile: str | None = None, timeout: int = 300) -> str:
+    say("$ " + " ".join(cmd))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        text = p.stdout + (("\n[stderr]\n" + p.stderr) if p.stderr.strip() else "")
+        text += f"\n[exit {p.returncode}]\n"
+    except subprocess.TimeoutExpired as e:
+        text = f"{e.stdout or ''}\n[timed out after {timeout} s]\n"
+    except OSError as e:
+        text = f"[could not run: {e}]\n"
+    print(text, file=LOG, flush=True)
+    if outfile:
+        with open(os.path.join(OUT, outfile), "a") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + text + "\n")
+    return text
+
+
+@contextlib.contextmanager
+def step(name: str):
+    say(f"== {name}")
+    try:
+        yield
+    except Exception:
+        say(f"!! {name} failed:\n{traceback.format_exc()}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="small sizes, few repeats (~2 min)")
+    p.add_argument("--max-size", default=None)
+    p.add_argument("--repeat", type=int, default=None)
+    p.add_argument("--tests", action="store_true", help="also run the device tests")
+    p.add_argument("--device", default=None)
+    args = p.parse_args()
+
+    with step("environment"):
+        sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,pcie.link.gen.current,"
+            "pcie.link.width.current", "--format=csv"])
+        sh([sys.executable, "-c", "import sys, numpy, pyopencl; print(sys.version); "
+            "print('numpy', numpy.__version__, 'pyopencl', pyopencl.VERSION_TEXT)"])
+        sh(["bash", "-c", "grep -E 'MemTotal|MemAvailable' /proc/meminfo; nproc; "
+            "echo OCL_ICD_VENDORS=$OCL_ICD_VENDORS; cat $OCL_ICD_VENDORS/*.icd"])
+
+    import numpy as np
+
+    import hostarray as ha
+
+    with step("devices"):
+        sh([sys.executable, "-m", "hostarray", "devices"], "devices.txt")
+        sh([sys.executable, "-m", "hostarray", "devices", "--json"], "devices.txt")
+    gpus = [d for d in ha.devices() if d.framework == "opencl" and d.type.upper() == "GPU"]
+    dev = ha.device(args.device) if args.device else (gpus[0] if gpus else None)
+    if dev is None:
+        say(f"no OpenCL GPU found; left out: {ha._devices.left_out_devices()}")
+        return 2
+    cd = dev._cl_device
+    say(f"device {dev}: {dev.name}, link {dev.link}, alignment {dev.alignment} B, max alloc "
+        f"{dev.max_alloc / 2**30:.1f} GiB, global mem {cd.global_mem_size / 2**30:.1f} GiB, "
+        f"unified {dev.host_unified}, driver {cd.driver_version}, {cd.version}")
+
+    with step("correctness: kernel on a mapped array, laziness counters"):
+        x = ha.asarray(np.arange(1 << 20, dtype=np.float32), device=dev)
+        prg = ha.Program("__kernel void twice(__global float *x) "
+                         "{ x[get_global_id(0)] *= 2; }", device=dev)
+        ha.reset_stats()
+        prg.twice(x.shape, x)
+        first = np.array(x)
+        s1 = ha.stats()
+        ok2 = np.array_equal(np.array(x), first)
+        s2 = ha.stats()
+        ok = np.array_equal(first, 2 * np.arange(1 << 20, dtype=np.float32))
+        say(f"twice: correct {ok}, second read same {ok2}; after launch+read: {s1}; "
+            f"second read moved "
+            f"{s2.bytes_moved - s1.bytes_moved} bytes; link {ha.hostptr.host_link(x, dev)}")
+
+    with step("demo"):
+        sh([sys.executable, "-m", "hostarray", "demo", "--device", str(dev)], "demo.txt")
+
+    from hostarray.bench import collect, format_tables, parse_size, plot
+
+    if args.quick:
+        max_size, repeat = parse_size(args.max_size or "64MiB"), args.repeat or 3
+    else:
+        max_size, repeat = parse_size(args.max_size or "4GiB"), args.repeat or 5
+    result: dict = {}
+    parts = [("checks", None), ("sync", None), ("roundtrip", None), ("laziness", None),
+             ("attach", min(max_size, parse_size("1GiB")))]
+    for part, cap in parts:
+        with step(f"bench {part} up to {cap or max_size} B, medians of {repeat}"):
+            r = collect(str(dev), cap or max_size, repeat, parts=(part,))
+            result.update(r)
+            with open(os.path.join(OUT, "bench.json"), "w") as f:
+                json.dump(result, f, indent=1, default=float)
+            say("\n" + format_tables(r))
+    with step("tables and plot"):
+        with open(os.path.join(OUT, "bench.txt"), "w") as f:
+            f.write(format_tables(result) + "\n")
+        plot(result, os.path.join(OUT, "bench.png"))
+
+    if args.tests:
+        with step("device tests"):
+            sh([sys.executable, "-m", "pytest", "-q", "-m", "device", "tests", "-x",
+                "-p", "no:cacheprovider", "-o", "addopts=-ra"], "pytest.txt", timeout=240)
+    say("done")
+    buf = io.StringIO()
+    print(format_tables(result), file=buf)
+    print(buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

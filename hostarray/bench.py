@@ -1,0 +1,878 @@
+"""``hostarray bench``: what hostarray costs and saves on one device, measured.
+
+Each measurement runs hostarray side by side with what a pyopencl user
+would write instead, in the same process, on the same device and queue:
+
+* ``attach`` -- making host data usable by a kernel: hostarray's attach
+  (lazy ``to_device``, eager ``hostptr.of_numpy``) against
+  ``cl.Buffer(COPY_HOST_PTR)`` and ``pyopencl.array.to_device``, each alone
+  and followed by a first kernel that reads the data.
+* ``roundtrip`` -- host write, kernel, host read, against explicit
+  ``enqueue_copy`` both ways and ``pyopencl.array`` ``set``/``get``.
+* ``sync`` -- publish and acquire of N bytes against ``enqueue_copy`` from
+  pinned and from pageable host memory (the copy bandwidth the device
+  reaches), and a second host read with nothing launched in between.
+* ``laziness`` -- a Jacobi solver that checks its residual on the host
+  every few iterations: bytes and time of hostarray's lazy policy, of an
+  eager "sync after every launch" policy and of a hand-written pyopencl
+  program that moves only what the data dependencies require.
+* ``checks`` -- correctness of every alternative, the map flags a publish
+  uses and whether a publish ever reads device data back.
+
+Times are medians of several runs after a warm-up; byte counts come from
+:func:`hostarray.stats`, never from timings.  Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["run_bench", "parse_size", "format_size", "measure_attach", "measure_roundtrip",
+           "measure_sync", "measure_laziness", "run_checks", "collect", "print_tables",
+           "plot", "KERNELS"]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+
+KERNELS = r"""
+__kernel void axpb(__global float *x, const float a, const float b) {
+    size_t i = get_global_id(0);
+    x[i] = a * x[i] + b;
+}
+__kernel void fill(__global float *x, const float v) {
+    x[get_global_id(0)] = v;
+}
+__kernel void touch(__global const float *x, __global float *out) {
+    if (get_global_id(0) == 0) out[0] = x[0];
+}
+__kernel void jacobi(__global const float *u, __global const float *f, __global float *unew,
+                     const ulong n) {
+    size_t i = get_global_id(0);
+    unew[i] = (i == 0 || i == n - 1) ? 0.0f : 0.5f * (u[i - 1] + u[i + 1] + f[i]);
+}
+__kernel void residual(__global const float *u, __global const float *f,
+                       __global float *partial, const ulong n) {
+    size_t g = get_global_id(0), stride = get_global_size(0);
+    float s = 0.0f;
+    for (size_t i = g; i < n; i += stride) {
+        float r = (i == 0 || i == n - 1) ? 0.0f : f[i] - (2.0f * u[i] - u[i - 1] - u[i + 1]);
+        s += r * r;
+    }
+    partial[g] = s;
+}
+"""
+
+_UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
+          "g": GiB, "gb": GiB, "gib": GiB}
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes named by ``text`` (``"64MiB"``, ``"4k"``, ``"1GiB"``, ``1048576``).
+
+    Examples
+    --------
+    >>> from hostarray.bench import parse_size
+    >>> parse_size("64MiB"), parse_size("4KiB"), parse_size("2g")
+    (67108864, 4096, 2147483648)
+    """
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a size: {text!r} (write e.g. 64MiB, 1GiB, 4096)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_size(n: int) -> str:
+    """``n`` bytes as a short string.
+
+    Examples
+    --------
+    >>> from hostarray.bench import format_size
+    >>> format_size(4096), format_size(3 * 2**30)
+    ('4 KiB', '3 GiB')
+    """
+    for unit, f in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= f:
+            return f"{n / f:g} {unit}"
+    return f"{n} B"
+
+
+def _sizes(lo: int, hi: int, step: int = 4) -> list[int]:
+    out, n = [], lo
+    while n <= hi:
+        out.append(n)
+        n *= step
+    return out
+
+
+def _progress(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _median(fn: Callable[[Any], Any], repeat: int, setup: Callable[[], Any] | None = None,
+            teardown: Callable[[Any], Any] | None = None, warmup: int = 1) -> float:
+    """Median seconds of ``fn(setup())`` over ``repeat`` runs after ``warmup``;
+    ``teardown(result)`` runs untimed after each."""
+    times = []
+    for i in range(warmup + repeat):
+        state = setup() if setup is not None else None
+        t0 = time.perf_counter()
+        r = fn(state)
+        t1 = time.perf_counter()
+        if teardown is not None:
+            teardown(r)
+        del r
+        if i >= warmup:
+            times.append(t1 - t0)
+    return statistics.median(times)
+
+
+def _fits(nbytes: int, dev: Any, copies: int) -> str | None:
+    """Why ``copies`` arrays of ``nbytes`` don't fit (host memory, device limit), or None."""
+    if nbytes > dev.max_alloc:
+        return f"above the device's largest allocation ({format_size(dev.max_alloc)})"
+    try:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+    # Machines whose memory grows on use report too little: let the user say.
+    avail = max(avail, parse_size(os.environ.get("HOSTARRAY_BENCH_HOST_MEM", "0")))
+    if copies * nbytes > 0.8 * avail:
+        return f"needs ~{format_size(copies * nbytes)} of host memory, {format_size(avail)} free"
+    return None
+
+
+class _Env:
+    """The device, its queue and context, the programs (hostarray's and raw)."""
+
+    def __init__(self, dev: Any) -> None:
+        import pyopencl as cl
+
+        import hostarray as ha
+
+        self.cl = cl
+        self.ha = ha
+        self.dev = dev
+        self.queue = ha.hostptr.queue(dev)
+        self.ctx = dev.runtime.context
+        self.prg = ha.Program(KERNELS, device=dev)
+        raw = cl.Program(self.ctx, KERNELS).build()
+        # One cl.Kernel per name, reused: what a careful pyopencl user writes.
+        self.raw = {k: cl.Kernel(raw, k) for k in ("axpb", "fill", "touch", "jacobi", "residual")}
+        self.out1 = ha.zeros(1, dtype=ha.float32, device=dev)
+        self.out1_raw = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 4)
+
+    def finish(self) -> None:
+        self.queue.finish()
+
+
+def _per_size(env: _Env, sizes: list[int], copies: int,
+              one: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``one(nbytes)`` for each size that fits ``copies`` arrays; skipped rows say why."""
+    rows = []
+    for nbytes in sizes:
+        why = _fits(nbytes, env.dev, copies)
+        if why:
+            _progress(f"{format_size(nbytes)}: skipped, {why}")
+            rows.append({"size": nbytes, "skipped": why})
+        else:
+            rows.append(one(nbytes))
+    return rows
+
+
+def _src(n_floats: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(n_floats, dtype=np.float32)
+
+
+def _aligned(n_floats: int) -> np.ndarray:
+    from ._storage import aligned_empty
+
+    return aligned_empty(4 * n_floats).view(np.float32)
+
+
+# -- attach ---------------------------------------------------------------------------------
+
+def measure_attach(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str, Any]]:
+    """Time making ``sizes`` bytes of host data usable by a kernel, per method.
+
+    Methods: ``ha to_device (lazy)``, ``ha of_numpy`` (buffer created),
+    ``ha of_numpy + kernel`` (and a first kernel reading it, finished),
+    ``cl.Buffer COPY_HOST_PTR`` (+ kernel), ``cla.to_device`` (+ kernel).
+    """
+    ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
+    mf = cl.mem_flags
+    def one(nbytes: int) -> dict[str, Any]:
+        _progress(f"attach {format_size(nbytes)}")
+        n = nbytes // 4
+        host = _aligned(n)
+        host[:] = _src(n)
+        hx = ha.asarray(host)  # on the host: to_device only re-labels the same memory
+        times: dict[str, float] = {}
+
+        times["ha to_device (lazy)"] = _median(lambda _: hx.to_device(dev), repeat * 4)
+
+        def of_numpy(_: Any) -> Any:
+            return ha.hostptr.of_numpy(dev, host)
+
+        def of_numpy_used(_: Any) -> Any:
+            x = ha.hostptr.of_numpy(dev, host)
+            env.prg.touch(1, x, ha.write(env.out1)).wait()
+            return x
+
+        def copy_buffer(_: Any) -> Any:
+            return cl.Buffer(env.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+
+        def copy_buffer_used(_: Any) -> Any:
+            b = cl.Buffer(env.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host)
+            env.raw["touch"](q, (1,), None, b, env.out1_raw).wait()
+            return b
+
+        def cla_to_device(_: Any) -> Any:
+            import pyopencl.array as cla
+            return cla.to_device(q, host)
+
+        def cla_to_device_used(_: Any) -> Any:
+            import pyopencl.array as cla
+            d = cla.to_device(q, host)
+            env.raw["touch"](q, (1,), None, d.data, env.out1_raw).wait()
+            return d
+
+        def free(obj: Any) -> None:
+            # One buffer over the host memory at a time: a driver that pins
+            # pages may refuse a second registration of the same range.
+            if isinstance(obj, ha.HostPtrArray):
+                ha.hostptr.free_buffer(obj, dev)
+            elif isinstance(obj, cl.Buffer):
+                obj.release()
+            else:
+                obj.data.release()
+
+        for name, fn in (("ha of_numpy", of_numpy), ("cl.Buffer COPY_HOST_PTR", copy_buffer),
+                         ("cla.to_device", cla_to_device),
+                         ("ha of_numpy + kernel", of_numpy_used),
+                         ("cl.Buffer COPY_HOST_PTR + kernel", copy_buffer_used),
+                         ("cla.to_device + kernel", cla_to_device_used)):
+            times[name] = _median(fn, repeat, teardown=free)
+            gc.collect()
+        gc.collect()
+        return {"size": nbytes, "times": times}
+
+    return _per_size(env, sizes, 3, one)
+
+
+# -- round trip -------------------------------------------------------------------------------
+
+def measure_roundtrip(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str, Any]]:
+    """Time host write -> kernel ``x = 2x + 1`` -> host read, per method.
+
+    Every method does the same host work: overwrite the whole array from a
+    source array, then read the result.  ``ha`` moves data through its
+    publish/acquire; ``cl enqueue_copy`` copies a numpy array to a plain
+    device buffer and back; ``cla set/get`` uses ``pyopencl.array``.
+    """
+    ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
+    def one(nbytes: int) -> dict[str, Any]:
+        _progress(f"roundtrip {format_size(nbytes)}")
+        n = nbytes // 4
+        src = _src(n, 1)
+        expect_last = np.float32(2) * src[-1] + np.float32(1)
+        times: dict[str, float] = {}
+        correct: dict[str, bool] = {}
+
+        x = ha.empty(n, dtype=ha.float32, device=dev)
+
+        def ha_trip(_: Any) -> float:
+            x[...] = src
+            env.prg.axpb(n, x, 2.0, 1.0)
+            h = np.asarray(x)
+            return float(h[-1])
+
+        ha.reset_stats()
+        times["ha"] = _median(ha_trip, repeat)
+        s = ha.stats()
+        correct["ha"] = bool(np.array_equal(np.asarray(x), 2 * src + 1))
+        counters = {"publishes": s.publishes, "acquires": s.acquires,
+                    "bytes_moved": s.bytes_moved, "runs": repeat + 1}
+        x = None  # free the memory before the next method
+        gc.collect()
+
+        h = _aligned(n)
+        buf = cl.Buffer(env.ctx, cl.mem_flags.READ_WRITE, nbytes)
+
+        def cl_trip(_: Any) -> float:
+            h[...] = src
+            cl.enqueue_copy(q, buf, h)
+            env.raw["axpb"](q, (n,), None, buf, np.float32(2), np.float32(1))
+            cl.enqueue_copy(q, h, buf)
+            return float(h[-1])
+
+        times["cl enqueue_copy"] = _median(cl_trip, repeat)
+        correct["cl enqueue_copy"] = bool(h[-1] == expect_last
+                                          and np.array_equal(h, 2 * src + 1))
+        buf.release()
+        buf = None
+
+        import pyopencl.array as cla
+        d = cla.empty(q, n, np.float32)
+
+        def cla_trip(_: Any) -> float:
+            d.set(src)
+            env.raw["axpb"](q, (n,), None, d.data, np.float32(2), np.float32(1))
+            d.get(ary=h)
+            return float(h[-1])
+
+        times["cla set/get"] = _median(cla_trip, repeat)
+        correct["cla set/get"] = bool(np.array_equal(h, 2 * src + 1))
+        d = h = None
+        gc.collect()
+        return {"size": nbytes, "times": times, "correct": correct, "ha_stats": counters}
+
+    return _per_size(env, sizes, 5, one)
+
+
+# -- sync bandwidth and the second read ------------------------------------------------------------
+
+def measure_sync(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str, Any]]:
+    """Publish and acquire of N bytes against the device's copy bandwidth.
+
+    ``copy pinned`` copies between a mapped ``CL_MEM_ALLOC_HOST_PTR`` buffer
+    (page-locked host memory) and a device buffer; ``copy pageable`` from
+    ordinary numpy memory.  ``fraction`` is (pinned H->D + pinned D->H) over
+    (publish + acquire).  ``second read`` is a host read right after an
+    acquire, with nothing launched in between: it must move nothing.
+    """
+    ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
+    mf = cl.mem_flags
+    def one(nbytes: int) -> dict[str, Any]:
+        _progress(f"sync {format_size(nbytes)}")
+        n = nbytes // 4
+        times: dict[str, float] = {}
+        dbuf = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
+        pin = cl.Buffer(env.ctx, mf.READ_WRITE | mf.ALLOC_HOST_PTR, nbytes)
+        pinned, _ = cl.enqueue_map_buffer(q, pin, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                          (nbytes,), np.uint8, is_blocking=True)
+        pinned[:] = 1
+        pageable = _aligned(n).view(np.uint8)
+        pageable[:] = 1
+
+        def h2d(src: np.ndarray) -> Callable[[Any], None]:
+            return lambda _: cl.enqueue_copy(q, dbuf, src, is_blocking=True)
+
+        def d2h(dst: np.ndarray) -> Callable[[Any], None]:
+            return lambda _: cl.enqueue_copy(q, dst, dbuf, is_blocking=True)
+
+        times["copy pinned H->D"] = _median(h2d(pinned), repeat)
+        times["copy pinned D->H"] = _median(d2h(pinned), repeat)
+        times["copy pageable H->D"] = _median(h2d(pageable), repeat)
+        times["copy pageable D->H"] = _median(d2h(pageable), repeat)
+        pinned.base.release(q).wait()
+        pinned = pageable = None
+        pin.release()
+        dbuf.release()
+        gc.collect()
+
+        x = ha.empty(n, dtype=ha.float32, device=dev)
+        x[...] = 1.0
+        env.prg.fill(n, ha.write(x), 2.0)  # creates the buffer outside the timings
+        _ = x[-1]
+
+        def publish(_: Any) -> None:
+            ha.hostptr.publish_host_writes(x, dev)
+            q.finish()
+
+        ha.reset_stats()
+        times["publish"] = _median(publish, repeat)
+        pub = ha.stats()
+
+        def after_kernel() -> None:
+            env.prg.fill(1, ha.write(x), 3.0).wait()  # the device now holds the newest x
+
+        def acquire(_: Any) -> None:
+            ha.hostptr.acquire_device_writes(x, dev)
+
+        ha.reset_stats()
+        times["acquire"] = _median(acquire, repeat, setup=after_kernel)
+        acq = ha.stats()
+
+        # The second read: nothing launched since the acquire above.
+        ha.hostptr.acquire_device_writes(x, dev)
+        ha.reset_stats()
+        times["second acquire_device_writes"] = _median(acquire, repeat * 20, warmup=5)
+        times["second read x[-1]"] = _median(lambda _: x[-1], repeat * 20, warmup=5)
+        second = ha.stats()
+        link = ha.hostptr.host_link(x, dev).kind
+        gc.collect()
+        ratio = ((times["copy pinned H->D"] + times["copy pinned D->H"])
+                 / (times["publish"] + times["acquire"]))
+        return {
+            "size": nbytes, "times": times, "link": link,
+            "bandwidth_GBps": {k: nbytes / t / 1e9 for k, t in times.items()
+                               if not k.startswith("second")},
+            "fraction_of_pinned": ratio,
+            "publish_bytes_per_run": pub.bytes_published / max(1, pub.publishes),
+            "acquire_bytes_per_run": acq.bytes_acquired / max(1, acq.acquires),
+            "acquires_per_run": acq.acquires / (repeat + 1),
+            "second_read_bytes": second.bytes_moved,
+            "second_read_syncs": second.publishes + second.acquires,
+        }
+
+    return _per_size(env, sizes, 4, one)
+
+
+# -- laziness: an iterative solver that checks its residual on the host -------------------
+
+@contextlib.contextmanager
+def forced_link(dev: Any, kind: str | None) -> Iterator[None]:
+    """Buffers created inside use ``kind`` (as ``HOSTARRAY_LINK`` would), then the
+    device's own link again.  ``None`` changes nothing."""
+    rt = dev.runtime
+    own = rt.link
+    if kind is None or kind == own:
+        yield
+        return
+    rt._link = kind
+    try:
+        yield
+    finally:
+        rt._link = own
+
+
+def _jacobi_problem(n: int) -> tuple[np.ndarray, np.ndarray]:
+    f = (np.sin(np.linspace(0.0, 8 * np.pi, n, dtype=np.float32)) * 1e-3).astype(np.float32)
+    return np.zeros(n, np.float32), f
+
+
+def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_every: int = 5,
+                     repeat: int = 3, link: str | None = None) -> list[dict[str, Any]]:
+    """Bytes moved and time of a Jacobi solver under three synchronisation policies.
+
+    The host sets ``u`` and ``f``; each iteration launches ``jacobi`` (reads
+    ``u``, ``f``; writes ``unew``) and swaps; every ``check_every`` iterations a
+    ``residual`` kernel writes partial sums that the host adds up; at the end
+    the host reads ``u``.
+
+    * ``ha lazy``: hostarray decides (kernels' ``const`` arguments, ``ha.write``).
+    * ``ha eager``: the same, plus ``publish_host_writes`` of every argument
+      before each launch and ``acquire_device_writes`` of every argument after
+      it -- the "sync after every launch" policy.
+    * ``cl minimal``: raw pyopencl, copying by hand exactly what the data
+      dependencies require: ``u`` and ``f`` in once, the partial sums out at
+      each check, ``u`` out at the end.  Its bytes are the minimum.
+
+    ``link`` forces the link kind of the buffers (``"copied"`` makes bytes move
+    on a CPU device, where the shared link moves none).
+    """
+    ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
+    groups = 4096
+    def one(nbytes: int) -> dict[str, Any]:
+        _progress(f"laziness {format_size(nbytes)} ({iterations} iterations, residual every "
+                  f"{check_every}{', link ' + link if link else ''})")
+        n = nbytes // 4
+        g = min(groups, n)
+        u0, f0 = _jacobi_problem(n)
+        checks = iterations // check_every
+        minimum = 3 * nbytes + checks * g * 4
+        result: dict[str, Any] = {"size": nbytes, "iterations": iterations,
+                                  "check_every": check_every, "partial_bytes": g * 4,
+                                  "minimum_bytes": minimum, "policies": {}}
+        finals: dict[str, np.ndarray] = {}
+
+        def run_ha(eager: bool) -> tuple[np.ndarray, list[float]]:
+            with forced_link(dev, link):
+                u = ha.empty(n, dtype=ha.float32, device=dev)
+                unew = ha.empty(n, dtype=ha.float32, device=dev)
+                f = ha.empty(n, dtype=ha.float32, device=dev)
+                part = ha.empty(g, dtype=ha.float32, device=dev)
+                u[...] = u0
+                f[...] = f0
+                res = []
+                for it in range(1, iterations + 1):
+                    if eager:
+                        for a in (u, f, unew):
+                            ha.hostptr.publish_host_writes(a, dev)
+                    env.prg.jacobi(n, u, f, ha.write(unew), n)
+                    if eager:
+                        for a in (u, f, unew):
+                            ha.hostptr.acquire_device_writes(a, dev)
+                    u, unew = unew, u
+                    if it % check_every == 0:
+                        if eager:
+                            for a in (u, f, part):
+                                ha.hostptr.publish_host_writes(a, dev)
+                        env.prg.residual(g, u, f, ha.write(part), n)
+                        if eager:
+                            for a in (u, f, part):
+                                ha.hostptr.acquire_device_writes(a, dev)
+                        res.append(float(np.asarray(part).sum(dtype=np.float64)))
+                return np.array(u), res
+
+        def run_cl() -> tuple[np.ndarray, list[float]]:
+            mf = cl.mem_flags
+            u = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
+            unew = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
+            f = cl.Buffer(env.ctx, mf.READ_ONLY, nbytes)
+            part = cl.Buffer(env.ctx, mf.WRITE_ONLY, g * 4)
+            hpart = np.empty(g, np.float32)
+            cl.enqueue_copy(q, u, u0, is_blocking=False)
+            cl.enqueue_copy(q, f, f0, is_blocking=False)
+            res = []
+            for it in range(1, iterations + 1):
+                env.raw["jacobi"](q, (n,), None, u, f, unew, np.uint64(n))
+                u, unew = unew, u
+                if it % check_every == 0:
+                    env.raw["residual"](q, (g,), None, u, f, part, np.uint64(n))
+                    cl.enqueue_copy(q, hpart, part)
+                    res.append(float(hpart.sum(dtype=np.float64)))
+            out = np.empty(n, np.float32)
+            cl.enqueue_copy(q, out, u)
+            for b in (u, unew, f, part):
+                b.release()
+            return out, res
+
+        for name, fn in (("ha lazy", lambda: run_ha(False)), ("ha eager", lambda: run_ha(True)),
+                         ("cl minimal", run_cl)):
+            ha.reset_stats()
+            out, res = fn()  # warm-up, and the counters of one run
+            s = ha.stats()
+            t = _median(lambda _, fn=fn: fn(), repeat, warmup=0)
+            finals[name] = out
+            p: dict[str, Any] = {"median_s": t, "residuals": res}
+            if name.startswith("ha"):
+                p.update(publishes=s.publishes, acquires=s.acquires,
+                         bytes_moved=s.bytes_moved, launches=s.launches)
+            else:
+                p.update(bytes_moved=minimum)
+            result["policies"][name] = p
+            gc.collect()
+        result["link"] = link or dev.link
+        ref = finals["cl minimal"]
+        result["agree"] = {k: bool(np.array_equal(v, ref)) for k, v in finals.items()}
+        return result
+
+    return _per_size(env, sizes, 8, one)
+
+
+# -- checks --------------------------------------------------------------------------------------
+
+def run_checks(env: _Env, nbytes: int = 4 * MiB) -> dict[str, Any]:
+    """Correctness of the measured paths and how publishes map memory.
+
+    * ``publish_map_flags``: the map flags of every ``enqueue_map_buffer``
+      a publish made (expected: only ``WRITE_INVALIDATE_REGION``).
+    * ``publish_keeps_host_bytes``: the device holds newer data, the host
+      overwrites the whole array and a kernel reads it: the kernel must see
+      the host's bytes (a publish that read device data back first would
+      overwrite them on a mapped link).
+    """
+    ha, cl, dev = env.ha, env.cl, env.dev
+    n = nbytes // 4
+    out: dict[str, Any] = {"link": dev.link}
+    seen: list[int] = []
+    real_map = cl.enqueue_map_buffer
+
+    def spy(queue: Any, buf: Any, flags: int, *args: Any, **kw: Any) -> Any:
+        seen.append(int(flags))
+        return real_map(queue, buf, flags, *args, **kw)
+
+    x = ha.empty(n, dtype=ha.float32, device=dev)
+    x[...] = 1.0
+    env.prg.fill(n, ha.write(x), 2.0)  # the device holds 2, the host's 1 is stale
+    x[...] = 3.0  # a whole overwrite: the stale device data is dead, nothing acquired
+    ha.reset_stats()
+    cl.enqueue_map_buffer = spy
+    try:
+        env.prg.axpb(n, x, 1.0, 1.0)  # publishes x, then x = x + 1 on the device
+        env.finish()
+    finally:
+        cl.enqueue_map_buffer = real_map
+    s = ha.stats()
+    inv = int(cl.map_flags.WRITE_INVALIDATE_REGION)
+    names = {int(cl.map_flags.READ): "READ", int(cl.map_flags.WRITE): "WRITE", inv:
+             "WRITE_INVALIDATE_REGION"}
+    out["publish_map_flags"] = sorted({names.get(f, str(f)) for f in seen})
+    out["publish_acquired_bytes"] = s.bytes_acquired
+    out["publish_keeps_host_bytes"] = bool(np.all(np.asarray(x) == 4.0))
+    out["publish_ok"] = bool(out["publish_keeps_host_bytes"] and s.bytes_acquired == 0
+                             and s.acquires == 0
+                             and all(f == inv for f in seen))
+    del x
+    gc.collect()
+    return out
+
+
+# -- running, printing, plotting ---------------------------------------------------------------
+
+def _pick_device(spec: str | None) -> Any:
+    import hostarray as ha
+
+    if spec is None:
+        spec = os.environ.get("HOSTARRAY_DEVICE") or None
+    if spec is not None:
+        d = ha.device(spec)
+        return d if d.framework == "opencl" else None
+    return next((d for d in ha.devices() if d.framework == "opencl"), None)
+
+
+def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5,
+            parts: tuple[str, ...] = ("checks", "attach", "roundtrip", "sync", "laziness"),
+            laziness_link: str | None = "auto", min_size: int | None = None) -> dict[str, Any]:
+    """Run the measurements named in ``parts`` and return them as one dict.
+
+    ``laziness_link="auto"`` runs the solver on the device's own link and,
+    where that link moves no bytes (shared), once more on a copied link so
+    the bytes show.
+
+    Examples
+    --------
+    >>> from hostarray.bench import collect
+    >>> r = collect(max_size=1 << 20, repeat=1, parts=("checks",))   # doctest: +SKIP
+    >>> r["checks"]["publish_ok"]                                     # doctest: +SKIP
+    True
+    """
+    import pyopencl as cl
+
+    import hostarray as ha
+
+    dev = _pick_device(device)
+    if dev is None:
+        raise RuntimeError("no working OpenCL device: see `hostarray devices`")
+    env = _Env(dev)
+    result: dict[str, Any] = {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
+                   "alignment": dev.alignment, "max_alloc": dev.max_alloc,
+                   "platform": dev._cl_device.platform.name.strip(),
+                   "driver": dev._cl_device.driver_version},
+        "host": {"python": platform.python_version(), "numpy": np.__version__,
+                 "pyopencl": cl.VERSION_TEXT, "hostarray": ha.__version__,
+                 "machine": platform.machine(), "cpus": os.cpu_count()},
+        "max_size": max_size, "repeat": repeat,
+    }
+    _progress(f"device {dev} ({dev.name}), link {dev.link}, sizes up to "
+              f"{format_size(max_size)}, medians of {repeat}")
+    lo = min_size
+    if "checks" in parts:
+        _progress("checks")
+        result["checks"] = run_checks(env, min(4 * MiB, max_size))
+    if "attach" in parts:
+        result["attach"] = measure_attach(env, _sizes(lo or 4 * KiB, max_size), repeat)
+    big = _sizes(lo or MiB, max_size) if max_size >= MiB else [max_size]
+    if "roundtrip" in parts:
+        result["roundtrip"] = measure_roundtrip(env, big, repeat)
+    if "sync" in parts:
+        result["sync"] = measure_sync(env, big, repeat)
+    if "laziness" in parts:
+        lz = _sizes(lo or MiB, max_size, 16) if max_size >= MiB else [max_size]
+        if lz[-1] != max_size and max_size >= MiB:
+            lz.append(max_size)
+        rep = max(1, min(3, repeat))
+        links: list[str | None] = [None]
+        if laziness_link == "auto":
+            if dev.link == "shared":
+                links.append("copied")
+        elif laziness_link is not None:
+            links = [laziness_link]
+        result["laziness"] = []
+        for lk in links:
+            result["laziness"] += measure_laziness(env, lz, repeat=rep, link=lk)
+    return result
+
+
+def _fmt_t(t: float) -> str:
+    if t < 1e-3:
+        return f"{t * 1e6:.1f} us"
+    if t < 1:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)),
+             "-|-".join("-" * w for w in widths)]
+    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+def _times_table(rows: list[dict[str, Any]], base: str,
+                 methods: list[str] | None = None) -> str:
+    done = [r for r in rows if "times" in r]
+    if not done:
+        return "(nothing measured)"
+    methods = methods or list(done[0]["times"])
+    header = ["size", *methods] + [f"{m} / {base}" for m in methods if m != base]
+    out = []
+    for r in rows:
+        if "skipped" in r:
+            out.append([format_size(r["size"]), f"skipped: {r['skipped']}"]
+                       + [""] * (len(header) - 2))
+            continue
+        t = r["times"]
+        out.append([format_size(r["size"]), *(_fmt_t(t[m]) for m in methods)]
+                   + [f"{t[m] / t[base]:.2f}x" for m in methods if m != base])
+    return _table(header, out)
+
+
+def format_tables(result: dict[str, Any]) -> str:
+    """The human-readable tables of a :func:`collect` result."""
+    d = result["device"]
+    parts = [f"hostarray bench -- {d['spec']} ({d['name']}, {d['platform']}), link {d['link']}, "
+             f"{result['date']}, medians of {result['repeat']}"]
+    if "checks" in result:
+        c = result["checks"]
+        parts.append(f"\nchecks: publish map flags {c['publish_map_flags']}, bytes read back by "
+                     f"a publish {c['publish_acquired_bytes']}, kernel saw the host's bytes "
+                     f"{c['publish_keeps_host_bytes']} -> {'OK' if c['publish_ok'] else 'FAIL'}")
+    if result.get("attach"):
+        parts.append("\nattach vs copy: time until the data is usable on the device\n"
+                     + _times_table(result["attach"], "ha of_numpy",
+                                    ["ha of_numpy", "ha to_device (lazy)",
+                                     "cl.Buffer COPY_HOST_PTR", "cla.to_device"]))
+        parts.append("\nattach vs copy, then a first kernel that reads the data, finished\n"
+                     + _times_table(result["attach"], "ha of_numpy + kernel",
+                                    ["ha of_numpy + kernel", "cl.Buffer COPY_HOST_PTR + kernel",
+                                     "cla.to_device + kernel"]))
+    if result.get("roundtrip"):
+        rt = result["roundtrip"]
+        parts.append("\nround trip: host write -> kernel x = 2x + 1 -> host read\n"
+                     + _times_table(rt, "ha"))
+        bad = [(format_size(r["size"]), k) for r in rt for k, ok in r.get("correct", {}).items()
+               if not ok]
+        parts.append(f"all results correct: {not bad}" + (f" (wrong: {bad})" if bad else ""))
+    if result.get("sync"):
+        hdr = ["size", "link", "publish", "acquire", "pinned H->D", "pinned D->H",
+               "pageable H->D", "pageable D->H", "pub GB/s", "acq GB/s", "pinned/ha",
+               "2nd read", "2nd read bytes"]
+        out = []
+        for r in result["sync"]:
+            if "skipped" in r:
+                out.append([format_size(r["size"]), f"skipped: {r['skipped']}"]
+                           + [""] * (len(hdr) - 2))
+                continue
+            t, bw = r["times"], r["bandwidth_GBps"]
+            out.append([format_size(r["size"]), r["link"], _fmt_t(t["publish"]),
+                        _fmt_t(t["acquire"]), _fmt_t(t["copy pinned H->D"]),
+                        _fmt_t(t["copy pinned D->H"]), _fmt_t(t["copy pageable H->D"]),
+                        _fmt_t(t["copy pageable D->H"]), f"{bw['publish']:.1f}",
+                        f"{bw['acquire']:.1f}", f"{100 * r['fraction_of_pinned']:.0f}%",
+                        _fmt_t(t["second read x[-1]"]), str(r["second_read_bytes"])])
+        parts.append("\nsync: publish/acquire vs enqueue_copy (pinned/ha = pinned copy time "
+                     "both ways over publish + acquire time; target >= 90% on a mapped link)\n"
+                     + _table(hdr, out))
+    if result.get("laziness"):
+        hdr = ["size", "link", "policy", "bytes moved", "x minimum", "syncs", "time",
+               "time / ha lazy", "same result"]
+        out = []
+        for r in result["laziness"]:
+            if "skipped" in r:
+                out.append([format_size(r["size"]), "", f"skipped: {r['skipped']}"]
+                           + [""] * (len(hdr) - 3))
+                continue
+            pol = r["policies"]
+            base = pol["ha lazy"]["median_s"]
+            for name, p in pol.items():
+                syncs = (f"{p['publishes']}p/{p['acquires']}a" if "publishes" in p
+                         else "by hand")
+                out.append([format_size(r["size"]), r["link"], name,
+                            format_size(p["bytes_moved"]) if p["bytes_moved"] else "0",
+                            f"{p['bytes_moved'] / r['minimum_bytes']:.2f}", syncs,
+                            _fmt_t(p["median_s"]), f"{p['median_s'] / base:.2f}x",
+                            str(r["agree"][name])])
+        r0 = next(r for r in result["laziness"] if "policies" in r)
+        parts.append(f"\nlaziness: Jacobi, {r0['iterations']} iterations, residual checked on "
+                     f"the host every {r0['check_every']} (minimum = u and f in once, partial "
+                     f"sums out per check, u out at the end)\n" + _table(hdr, out))
+    return "\n".join(parts)
+
+
+def print_tables(result: dict[str, Any], file: Any = None) -> None:
+    """Print :func:`format_tables` of ``result`` (to stdout by default)."""
+    print(format_tables(result), file=file or sys.stdout)
+
+
+def plot(result: dict[str, Any], path: str) -> None:
+    """Write a PNG of time against size (attach, round trip, sync) to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(k, t) for k, t in (("attach", "attach vs copy"), ("roundtrip", "round trip"),
+                                  ("sync", "publish/acquire vs copies"))
+              if result.get(k)]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 4.5),
+                             squeeze=False)
+    for ax, (key, title) in zip(axes[0], panels):
+        rows = [r for r in result[key] if "times" in r]
+        methods = [m for m in rows[0]["times"] if not m.startswith("second")]
+        for m in methods:
+            ax.loglog([r["size"] for r in rows], [r["times"][m] for r in rows], marker="o",
+                      label=m, linestyle="-" if m.startswith(("ha", "publish", "acquire"))
+                      else "--")
+        ax.set_xlabel("bytes")
+        ax.set_ylabel("seconds (median)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    d = result["device"]
+    fig.suptitle(f"hostarray bench: {d['name']} ({d['link']} link), {result['date']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_bench(args: Any) -> int:
+    """Entry point of ``hostarray bench`` (``args``: ``device``, ``json``, ``max_size``,
+    ``plot``); returns the exit status.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from hostarray.bench import run_bench
+    >>> args = argparse.Namespace(device=None, json=True, max_size="1MiB", plot=None)
+    >>> run_bench(args)   # doctest: +SKIP
+    0
+    """
+    try:
+        max_size = parse_size(getattr(args, "max_size", None) or "64MiB")
+    except ValueError as e:
+        print(f"hostarray bench: {e}", file=sys.stderr)
+        return 2
+    repeat = int(getattr(args, "repeat", None) or 5)
+    try:
+        result = collect(getattr(args, "device", None), max_size, repeat)
+    except RuntimeError as e:
+        print(f"hostarray bench: {e}", file=sys.stderr)
+        return 2
+    if getattr(args, "json", False):
+        print(json.dumps(result, indent=1, default=float))
+    else:
+        print_tables(result)
+    path = getattr(args, "plot", None)
+    if path:
+        try:
+            plot(result, path)
+            _progress(f"plot written to {path}")
+        except ImportError:
+            print("hostarray bench: --plot needs matplotlib (pip install matplotlib)",
+                  file=sys.stderr)
+    ok = result.get("checks", {}).get("publish_ok", True) and all(
+        all(r.get("correct", {}).values()) for r in result.get("roundtrip", []))
+    ok = ok and all(all(r["agree"].values()) for r in result.get("laziness", [])
+                    if "agree" in r)
+    return 0 if ok else 1
+
