@@ -1,0 +1,193 @@
+"""Sphinx directives that build tables from hostarray's own code at build time.
+
+* ``array-api-coverage``: every name of the array API standard (from
+  ``array_api_tests/spec_signatures.py``), whether hostarray has it, whether
+  its signature matches the spec's, and any documented deviation.
+* ``refusal-table``: the kinds of :class:`hostarray.hostptr.Refusal` with the
+  message :func:`hostarray.hostptr.refusal_message` gives for each.
+
+Both write reStructuredText ``list-table`` source and parse it, so the page
+can never drift from the code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+# Deviations documented by hand, used only when the namespace provides no
+# ``DEVIATIONS`` mapping of its own (name -> one sentence).
+HAND_KEPT_DEVIATIONS: dict[str, str] = {}
+
+
+def _deviations() -> dict[str, str]:
+    import hostarray
+
+    for where in (hostarray, getattr(hostarray, "_api", None)):
+        dev = getattr(where, "DEVIATIONS", None)
+        if isinstance(dev, dict):
+            return {str(k): str(v) for k, v in dev.items()}
+    return dict(HAND_KEPT_DEVIATIONS)
+
+
+def _bare_signature(obj: Any) -> str | None:
+    """``obj``'s signature without annotations, as the spec writes it."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+def _normalise(sig: str) -> str:
+    return sig.replace('"', "'").replace(" ", "")
+
+
+def _rst_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("*", "\\*").replace("`", "'")
+
+
+def _list_table(title: str, header: list[str], rows: Iterable[list[str]],
+                widths: str) -> list[str]:
+    out = [f".. list-table:: {title}", "   :header-rows: 1", f"   :widths: {widths}", ""]
+    for row in [header, *rows]:
+        out.append(f"   * - {row[0]}")
+        out += [f"     - {c}" for c in row[1:]]
+    out.append("")
+    return out
+
+
+def _coverage_rows(names: dict[str, str], lookup: Callable[[str], Any],
+                   deviations: dict[str, str], prefix: str,
+                   method: bool = False) -> tuple[list[list[str]], int]:
+    rows, present = [], 0
+    for name, spec_sig in sorted(names.items()):
+        obj = lookup(name)
+        qual = prefix + name
+        if obj is None:
+            status = "missing"
+            note = deviations.get(qual, "")
+        else:
+            present += 1
+            actual = _bare_signature(obj)
+            note = deviations.get(qual, "")
+            if method and actual is not None:
+                spec_sig = spec_sig.replace("(self, ", "(").replace("(self)", "()")
+            if actual is None or _normalise(actual) == _normalise(spec_sig):
+                status = "yes"
+            else:
+                status = "yes, signature differs"
+                note = (note + " " if note else "") + f"hostarray: ``{actual}``"
+            if qual in deviations and status == "yes":
+                status = "yes, with a deviation"
+        rows.append([f"``{name}``", f"``{spec_sig}``", status, _rst_cell(note) if
+                     "``" not in note else note])
+    return rows, present
+
+
+class ArrayApiCoverage(SphinxDirective):
+    """Tables of the array API standard's names and hostarray's coverage."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        import hostarray as ha
+        from array_api_tests import spec_signatures as spec
+
+        deviations = _deviations()
+
+        def attr(module: Any) -> Callable[[str], Any]:
+            return lambda name: getattr(module, name, None) if module is not None else None
+
+        def submodule(name: str) -> Any:
+            try:
+                return importlib.import_module(f"hostarray.{name}")
+            except ImportError:
+                return None
+
+        info_obj = None
+        if hasattr(ha, "__array_namespace_info__"):
+            info_obj = ha.__array_namespace_info__()
+
+        sections: list[tuple[str, dict[str, str], Callable[[str], Any], str, bool]] = []
+        for section, names in spec.MAIN_NAMESPACE.items():
+            sections.append((section.replace("_", " "), names, attr(ha), "", False))
+        sections.append(("linalg extension", spec.LINALG, attr(submodule("linalg")),
+                         "linalg.", False))
+        sections.append(("fft extension", spec.FFT, attr(submodule("fft")), "fft.", False))
+        sections.append(("inspection: __array_namespace_info__()", spec.INFO, attr(info_obj),
+                         "info.", True))
+        sections.append(("array object methods", spec.ARRAY_METHODS, attr(ha.HostPtrArray),
+                         "HostPtrArray.", True))
+
+        lines: list[str] = []
+        summary: list[list[str]] = []
+        total_all = present_all = 0
+        for title, names, lookup, prefix, method in sections:
+            rows, present = _coverage_rows(names, lookup, deviations, prefix, method)
+            total_all += len(rows)
+            present_all += present
+            summary.append([title, str(present), str(len(rows))])
+            lines += _list_table(title, ["name", "signature in the standard", "hostarray",
+                                         "notes"], rows, "20 40 15 25")
+        attrs = [[f"``{a}``", "yes" if hasattr(ha.HostPtrArray, a) else "missing"]
+                 for a in spec.ARRAY_ATTRIBUTES]
+        lines += _list_table("array object attributes", ["attribute", "hostarray"], attrs,
+                             "50 50")
+        dtypes = [[f"``{d}``", "yes" if hasattr(ha, d) else "missing"] for d in spec.DTYPES]
+        consts = [[f"``{c}``", "yes" if hasattr(ha, c) else "missing"] for c in spec.CONSTANTS]
+        lines += _list_table("data types", ["name", "hostarray"], dtypes, "50 50")
+        lines += _list_table("constants", ["name", "hostarray"], consts, "50 50")
+        summary.append(["all functions and methods", str(present_all), str(total_all)])
+        head = _list_table("summary (generated when these docs were built)",
+                           ["section", "present", "in the standard"], summary, "60 20 20")
+        container = nodes.container()
+        self.state.nested_parse(StringList(head + lines, source="array-api-coverage"),
+                                self.content_offset, container)
+        return container.children
+
+
+class RefusalTable(SphinxDirective):
+    """The refusal kinds with the message hostarray gives for an example of each."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from hostarray.hostptr import Refusal, refusal_message
+
+        examples = [
+            ("device_type", "the device can't use host memory (``attach`` to ``\"cpu\"``)",
+             "``device_type``", Refusal("device_type", device_type="host")),
+            ("alignment", "the address misses the device's required alignment "
+             "(``CL_DEVICE_MEM_BASE_ADDR_ALIGN``) or hostarray's page policy",
+             "``address``, ``required``", Refusal("alignment", address=0x7F3A12345004,
+                                                  required=128)),
+            ("size", "zero bytes, or more than ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``",
+             "``size``, ``limit``", Refusal("size", size=3 * 2**30, limit=2**31)),
+            ("size", "(zero bytes)", "``size``, ``limit``", Refusal("size", size=0, limit=2**31)),
+            ("backend", "the driver refused the buffer", "``code``, ``text``",
+             Refusal("backend", code=-61, text="CL_INVALID_BUFFER_SIZE")),
+        ]
+        rows = [[f"``{kind}``", when, fields, _rst_cell(refusal_message(r))]
+                for kind, when, fields, r in examples]
+        lines = _list_table("Refused: reason.kind, when, fields, and the message (generated "
+                            "from refusal_message)", ["kind", "when", "fields", "message"],
+                            rows, "12 30 16 42")
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source="refusal-table"),
+                                self.content_offset, container)
+        return container.children
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("array-api-coverage", ArrayApiCoverage)
+    app.add_directive("refusal-table", RefusalTable)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

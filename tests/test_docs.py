@@ -1,0 +1,122 @@
+"""The documentation builds without a warning and every example in it runs.
+
+* ``sphinx-build -W --keep-going -b html docs <tmp>``: warnings are errors.
+* the docstring examples of every hostarray module, with doctest
+  (``ELLIPSIS | NORMALIZE_WHITESPACE``);
+* the ```` ```python ```` blocks of ``docs/*.md`` and ``README.md``, each page in
+  a fresh interpreter, its blocks in order in one namespace: a block of
+  ``>>>`` lines is checked as a doctest, any other block is executed (its
+  ``assert`` statements are the checks).
+
+Run one page by hand with ``python3 tests/test_docs.py docs/quickstart.md``.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
+def code_blocks(path: Path) -> list[tuple[int, str]]:
+    """``(line number, source)`` of every ```` ```python ```` block in a Markdown file."""
+    text = path.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in _FENCE.finditer(text)]
+
+
+def run_page(path: Path) -> int:
+    """Run a page's blocks in order in one namespace; return the number of failures."""
+    namespace: dict[str, object] = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
+    parser = doctest.DocTestParser()
+    failures = 0
+    for line, src in code_blocks(path):
+        where = f"{path.name}:{line}"
+        if src.lstrip().startswith(">>>"):
+            test = parser.get_doctest(src, namespace, where, str(path), line - 1)
+            runner = doctest.DocTestRunner(optionflags=FLAGS)
+            result = runner.run(test, clear_globs=False)
+            failures += result.failed
+        else:
+            try:
+                exec(compile(src, where, "exec"), namespace)
+            except Exception:
+                import traceback
+
+                print(f"--- the example at {where} failed:", file=sys.stderr)
+                traceback.print_exc()
+                failures += 1
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(1 if sum(run_page(Path(p)) for p in sys.argv[1:]) else 0)
+
+
+import pytest  # noqa: E402  (the runner above must work without pytest)
+
+import hostarray  # noqa: E402
+
+PAGES = sorted(p for p in [*DOCS.glob("*.md"), ROOT / "README.md"] if p.exists()
+               and code_blocks(p))
+
+
+def _module_names() -> list[str]:
+    names = ["hostarray"]
+    for m in pkgutil.walk_packages(hostarray.__path__, "hostarray."):
+        names.append(m.name)
+    return sorted(names)
+
+
+def test_docs_build_without_warnings(tmp_path: Path) -> None:
+    for mod in ("sphinx", "furo", "myst_parser", "numpydoc"):
+        pytest.importorskip(mod, reason="the docs extra is not installed (pip install -e .[docs])")
+    out = tmp_path / "html"
+    r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                        "-d", str(tmp_path / "doctrees"), str(DOCS), str(out)],
+                       capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert r.returncode == 0, f"sphinx-build failed:\n{r.stderr[-6000:]}\n{r.stdout[-2000:]}"
+    assert not r.stderr.strip(), f"sphinx-build wrote warnings:\n{r.stderr[-6000:]}"
+    # the generated pages hold what they are generated from
+    coverage = (out / "array-api.html").read_text(encoding="utf-8")
+    assert "all functions and methods" in coverage and "vector_norm" in coverage
+    refusals = (out / "hostptr.html").read_text(encoding="utf-8")
+    assert "ha.empty(...)" in refusals and "alignment" in refusals
+    assert (out / "_images" / "coherence.svg").exists() or (out / "_static" / "coherence.svg"
+                                                            ).exists()
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("module", _module_names())
+def test_docstring_examples(module: str) -> None:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:  # an optional dependency of that one module
+        pytest.skip(f"{module} needs a package that is not installed: {e}")
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    report: list[str] = []
+    for test in finder.find(mod, module):  # objects defined in this module only
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_page_examples(page: Path, cl_device: object) -> None:
+    # a fresh interpreter per page: pages set environment variables (SCIPY_ARRAY_API)
+    # and global configuration (scikit-learn's array_api_dispatch) before importing
+    r = subprocess.run([sys.executable, __file__, str(page)], capture_output=True, text=True,
+                       timeout=600, cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                           [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert r.returncode == 0, f"examples in {page.name} failed:\n{r.stdout[-6000:]}\n" \
+                              f"{r.stderr[-6000:]}"
