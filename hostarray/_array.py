@@ -171,6 +171,43 @@ class HostPtrArray:
         """``(1, 0)``: DLPack's ``kDLCPU``; the data is always in host memory."""
         return _interop.dlpack_device(self)
 
+    # -- array API: namespace and conversions to Python scalars ------------------------------
+    # The arithmetic, comparison and bitwise operators (with their reflected and in-place
+    # forms) are installed by hostarray._api.elementwise from the same table as the
+    # namespace's element-wise functions.
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        """The ``hostarray`` module: this array's array API namespace.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros(1).__array_namespace__() is ha
+        True
+        """
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(f"hostarray implements array API versions {_API_VERSIONS}, "
+                             f"not {api_version!r}")
+        import hostarray
+        return hostarray
+
+    def __bool__(self, /) -> bool:
+        return bool(self._host())
+
+    def __int__(self, /) -> int:
+        return int(self._host())
+
+    def __float__(self, /) -> float:
+        return float(self._host())
+
+    def __complex__(self, /) -> complex:
+        return complex(self._host())
+
+    def __index__(self, /) -> int:
+        a = self._host()
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, not {a.dtype}")
+        return a.__index__()
+
     # -- Python conveniences, pickling, copies ------------------------------------------------
     def __len__(self) -> int:
         return _interop.length(self)
@@ -192,6 +229,10 @@ class HostPtrArray:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> HostPtrArray:
         return _interop.deepcopy(self, memo)
+
+    def __getattr__(self, name: str) -> Any:
+        # numpy's ndarray methods (reshape, sum, astype, ...): see _interop.ndarray_attribute
+        return _interop.ndarray_attribute(self, name)
 
     def tolist(self) -> Any:
         """The elements as nested Python lists of Python scalars (as ``numpy.ndarray.tolist``).
@@ -217,6 +258,16 @@ class HostPtrArray:
 
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any) -> HostPtrArray:
+        t = type(key)
+        if t is slice or t is int or (t is tuple and all(type(k) in _BASIC for k in key)):
+            # basic indexing: numpy answers with a view (or a scalar for a full integer index)
+            s = self._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            r = self._a[key]
+            if type(r) is np.ndarray:
+                return _new(r, s, self._device)
+            return wrap(np.asarray(r), self._device)
         key = _numpy_key(key)
         r = self._host()[key]
         if isinstance(r, np.ndarray) and r.base is not None and np.may_share_memory(r, self._a):
@@ -294,6 +345,10 @@ def host_view(x: HostPtrArray) -> np.ndarray:
     s.begin_escape()
     weakref.finalize(holder, s.end_escape)
     return np.asarray(holder)
+
+
+_API_VERSIONS = ("2023.12", "2024.12", "2025.12")
+_BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index parts that give views
 
 
 def _numpy_key(key: Any) -> Any:

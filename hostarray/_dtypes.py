@@ -27,3 +27,23 @@ DEFAULT_INDEX = int64
 
 __all__ = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float32", "float64", "complex64", "complex128"]
+
+SIGNED_INTS = (int8, int16, int32, int64)
+UNSIGNED_INTS = (uint8, uint16, uint32, uint64)
+INTEGRAL = SIGNED_INTS + UNSIGNED_INTS
+REAL_FLOATS = (float32, float64)
+COMPLEX_FLOATS = (complex64, complex128)
+NUMERIC = INTEGRAL + REAL_FLOATS + COMPLEX_FLOATS
+
+# The standard's dtype kinds (``isdtype``), as sets of dtypes.
+KINDS = {
+    "bool": frozenset((bool,)),
+    "signed integer": frozenset(SIGNED_INTS),
+    "unsigned integer": frozenset(UNSIGNED_INTS),
+    "integral": frozenset(INTEGRAL),
+    "real floating": frozenset(REAL_FLOATS),
+    "complex floating": frozenset(COMPLEX_FLOATS),
+    "numeric": frozenset(NUMERIC),
+}
+
+DTYPE_NAMES = {dt.name: dt for dt in ALL_DTYPES}

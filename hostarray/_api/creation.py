@@ -11,7 +11,8 @@ from .._devices import HOST, Device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
 
-__all__ = ["asarray", "empty", "zeros"]
+__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+           "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
 
 
 def _dtype(dtype: Any) -> np.dtype | None:
@@ -120,3 +121,231 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     a = aligned_zeros(_shape(shape), dt)
     return _new(a, Storage(a), _result_device(device))
 
+
+
+def _aligned(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return aligned_empty(n).view(dt).reshape(shape)
+
+
+def _like_device(x: HostPtrArray, device: Any) -> Device:
+    return x._device if device is None else _parse_device(device)
+
+
+def _scalar_dtype(value: Any) -> np.dtype:
+    """The default data type for a Python scalar fill value."""
+    if isinstance(value, HostPtrArray):
+        return value.dtype
+    if isinstance(value, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(value, (int, np.integer)):
+        return np.dtype(np.int64) if isinstance(value, int) else np.asarray(value).dtype
+    if isinstance(value, complex):
+        return np.dtype(np.complex128)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    return np.asarray(value).dtype
+
+
+def _fill_value(value: Any) -> Any:
+    return value._host()[()] if isinstance(value, HostPtrArray) else value
+
+
+def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
+         device: Any = None) -> HostPtrArray:
+    """An array of ``fill_value`` in page-aligned storage; the data type defaults to
+    the scalar's kind (bool, int64, float64 or complex128).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.full((2,), 7)
+    HostPtrArray([7, 7], dtype=int64)
+    """
+    dt = _scalar_dtype(fill_value) if dtype is None else np.dtype(dtype)
+    a = _aligned(_shape(shape), dt)
+    a.fill(_fill_value(fill_value))
+    return _new(a, Storage(a), _result_device(device))
+
+
+def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
+         device: Any = None) -> HostPtrArray:
+    """An array of ones in page-aligned storage.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.ones(3, dtype=ha.int8)
+    HostPtrArray([1, 1, 1], dtype=int8)
+    """
+    return full(shape, 1, dtype=np.float64 if dtype is None else dtype, device=device)
+
+
+def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
+    """An uninitialised array with ``x``'s shape (and data type, device unless given).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.empty_like(ha.zeros((2, 2))).shape
+    (2, 2)
+    """
+    return empty(x.shape, dtype=x.dtype if dtype is None else dtype,
+                 device=_like_device(x, device))
+
+
+def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
+    """Zeros with ``x``'s shape (and data type, device unless given).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.zeros_like(ha.asarray([1, 2]))
+    HostPtrArray([0, 0], dtype=int64)
+    """
+    return zeros(x.shape, dtype=x.dtype if dtype is None else dtype,
+                 device=_like_device(x, device))
+
+
+def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
+    """Ones with ``x``'s shape (and data type, device unless given).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.ones_like(ha.asarray([1.5, 2.5]))
+    HostPtrArray([1., 1.], dtype=float64)
+    """
+    return full(x.shape, 1, dtype=x.dtype if dtype is None else dtype,
+                device=_like_device(x, device))
+
+
+def full_like(x: HostPtrArray, /, fill_value: Any, *, dtype: Any = None,
+              device: Any = None) -> HostPtrArray:
+    """``fill_value`` with ``x``'s shape (and data type, device unless given).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.full_like(ha.asarray([1, 2]), 9)
+    HostPtrArray([9, 9], dtype=int64)
+    """
+    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
+                device=_like_device(x, device))
+
+
+def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
+           dtype: Any = None, device: Any = None) -> HostPtrArray:
+    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` if ``stop`` is None).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.arange(1, 7, 2)
+    HostPtrArray([1, 3, 5], dtype=int64)
+    """
+    if stop is None:
+        start, stop = 0, start
+    dt = _dtype(dtype)
+    if dt is None:
+        dt = np.dtype(np.int64 if all(isinstance(v, int) for v in (start, stop, step))
+                      else np.float64)
+    return wrap(np.arange(start, stop, step, dtype=dt), _result_device(device))
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
+        device: Any = None) -> HostPtrArray:
+    """A two-dimensional array with ones on the ``k``-th diagonal.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.eye(2, 3, k=1, dtype=ha.int8)
+    HostPtrArray([[0, 1, 0],
+                  [0, 0, 1]], dtype=int8)
+    """
+    dt = np.dtype(np.float64 if dtype is None else dtype)
+    m = n_rows if n_cols is None else n_cols
+    a = _aligned((n_rows, m), dt)
+    a.fill(0)
+    if -n_rows < k < m:
+        a.reshape(-1)[max(k, -k * m):: m + 1][: min(n_rows, m - k, n_rows + k)] = 1
+    return _new(a, Storage(a), _result_device(device))
+
+
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: Any = None, device: Any = None, endpoint: bool = True) -> HostPtrArray:
+    """``num`` evenly spaced values from ``start`` to ``stop``.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.linspace(0, 1, 5)
+    HostPtrArray([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float64)
+    """
+    dt = _dtype(dtype)
+    if dt is None:
+        dt = np.dtype(np.complex128 if isinstance(start, complex) or isinstance(stop, complex)
+                      else np.float64)
+    return wrap(np.linspace(start, stop, num, endpoint=endpoint, dtype=dt),
+                _result_device(device))
+
+
+def meshgrid(*arrays: HostPtrArray, indexing: str = "xy") -> tuple[HostPtrArray, ...]:
+    """Coordinate matrices from one-dimensional coordinate arrays (a tuple).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> X, Y = ha.meshgrid(ha.asarray([1, 2, 3]), ha.asarray([4, 5]))
+    >>> X.shape, Y.shape
+    ((2, 3), (2, 3))
+    """
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
+    from ._common import device_of
+    dev = device_of(*arrays)
+    grids = np.meshgrid(*(a._host() for a in arrays), indexing=indexing)
+    return tuple(wrap(g, dev) for g in grids)
+
+
+def tril(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
+    """The lower triangle of the last two axes of ``x`` (elements above diagonal ``k`` zeroed).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.tril(ha.ones((2, 2), dtype=ha.int8))
+    HostPtrArray([[1, 0],
+                  [1, 1]], dtype=int8)
+    """
+    return wrap(np.tril(x._host(), k=k), x._device)
+
+
+def triu(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
+    """The upper triangle of the last two axes of ``x`` (elements below diagonal ``k`` zeroed).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.triu(ha.ones((2, 2), dtype=ha.int8))
+    HostPtrArray([[1, 1],
+                  [0, 1]], dtype=int8)
+    """
+    return wrap(np.triu(x._host(), k=k), x._device)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> HostPtrArray:
+    """An array over the memory of any DLPack exporter (a copy only if ``copy=True``
+    or the memory can't be shared with ``device``).
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> ha.from_dlpack(np.arange(3))
+    HostPtrArray([0, 1, 2], dtype=int64)
+    """
+    if isinstance(x, HostPtrArray):
+        return asarray(x, device=device, copy=copy)
+    a = np.from_dlpack(x, copy=copy)
+    return asarray(a, device=device, copy=False if copy is False else None)

@@ -1,0 +1,383 @@
+"""Element-wise functions of the array API standard, and the array's operators.
+
+All 67 functions and the operators of :class:`~hostarray.HostPtrArray` are
+built from one table, :data:`TABLE`: each row names the function, its numpy
+implementation, its parameters and the operators it backs.  The builders
+below make real Python functions with the standard's exact signatures
+(positional-only parameters), so ``inspect.signature`` needs no help, and
+keep the hot path short: one type test and one flag test per operand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._array import HostPtrArray, _new, wrap
+from .._devices import HOST
+from .._storage import Storage
+from ._common import join_devices
+
+HPA = HostPtrArray
+ndarray = np.ndarray
+_PY_SCALARS = (bool, int, float, complex)
+_OTHER_OPERANDS = (np.ndarray, np.generic)
+
+__all__: list[str] = []
+
+
+# -- implementations where numpy differs from the standard ----------------------------------
+
+def _floor_divide(a: Any, b: Any) -> Any:
+    r = np.floor_divide(a, b)
+    if r.dtype.kind == "f":
+        # numpy pairs // with % (Python's rule); the standard prefers floor(x1 / x2)
+        # when an operand is infinite: inf // 2 is inf, 1 // -inf is -0.
+        inf = np.isinf(a) | np.isinf(b)
+        if inf.any():
+            fixed = np.floor(np.divide(a, b))
+            if r.ndim == 0:
+                return fixed
+            np.copyto(r, fixed, where=inf)
+    return r
+
+
+def _expm1(x: np.ndarray) -> Any:
+    if x.dtype.kind != "c":
+        return np.expm1(x)
+    # exp(a+bj) - 1 = expm1(a)cos(b) - 2 sin^2(b/2) + j exp(a)sin(b): accurate near 0;
+    # exp(z) - 1 gives the standard's special cases where a or b is not finite.
+    with np.errstate(invalid="ignore", over="ignore"):
+        a, b = x.real, x.imag
+        half = np.sin(b / 2)
+        r = (np.expm1(a) * np.cos(b) - 2 * half * half) + 1j * (np.exp(a) * np.sin(b))
+        r = np.asarray(r, dtype=x.dtype)
+        bad = ~np.isfinite(x)
+        if bad.any():
+            r[bad] = np.exp(x[bad]) - 1
+        # the imaginary part of a real-axis argument stays an exact (signed) zero
+        zero_b = (b == 0) & np.isfinite(a)
+        if zero_b.any():
+            r.imag[zero_b] = b[zero_b]
+    return r
+
+
+def _round(x: np.ndarray) -> np.ndarray:
+    return np.rint(x) if x.dtype.kind in "fc" else x.copy()
+
+
+def _real(x: np.ndarray) -> np.ndarray:
+    return x.real.copy() if x.dtype.kind == "c" else x.copy()
+
+
+def _imag(x: np.ndarray) -> np.ndarray:
+    return x.imag.copy() if x.dtype.kind == "c" else np.zeros_like(x)
+
+
+# -- the table ------------------------------------------------------------------------------
+# (name, implementation, parameters, (operator, reflected, in-place), example arguments)
+UNARY, BINARY = "x, /", "x1, x2, /"
+
+TABLE: tuple[tuple[str, Any, str, tuple[str, ...], tuple[Any, ...]], ...] = (
+    ("abs", np.absolute, UNARY, ("__abs__",), ([-1.5, 2.0],)),
+    ("acos", np.arccos, UNARY, (), ([1.0, 0.0],)),
+    ("acosh", np.arccosh, UNARY, (), ([1.0, 2.0],)),
+    ("add", np.add, BINARY, ("__add__", "__radd__", "__iadd__"), ([1, 2], [3, 4])),
+    ("asin", np.arcsin, UNARY, (), ([0.0, 1.0],)),
+    ("asinh", np.arcsinh, UNARY, (), ([0.0, 1.0],)),
+    ("atan", np.arctan, UNARY, (), ([0.0, 1.0],)),
+    ("atan2", np.arctan2, BINARY, (), ([1.0, -1.0], [1.0, 1.0])),
+    ("atanh", np.arctanh, UNARY, (), ([0.0, 0.5],)),
+    ("bitwise_and", np.bitwise_and, BINARY, ("__and__", "__rand__", "__iand__"),
+     ([12, 10], [10, 6])),
+    ("bitwise_left_shift", np.left_shift, BINARY, ("__lshift__", "__rlshift__", "__ilshift__"),
+     ([1, 3], [2, 1])),
+    ("bitwise_invert", np.invert, UNARY, ("__invert__",), ([0, 5],)),
+    ("bitwise_or", np.bitwise_or, BINARY, ("__or__", "__ror__", "__ior__"), ([12, 10], [10, 6])),
+    ("bitwise_right_shift", np.right_shift, BINARY,
+     ("__rshift__", "__rrshift__", "__irshift__"), ([8, 6], [2, 1])),
+    ("bitwise_xor", np.bitwise_xor, BINARY, ("__xor__", "__rxor__", "__ixor__"),
+     ([12, 10], [10, 6])),
+    ("ceil", np.ceil, UNARY, (), ([-1.5, 1.2],)),
+    ("clip", None, "x, /, min=None, max=None", (), ([-1.0, 0.5, 3.0], 0.0, 1.0)),
+    ("conj", np.conjugate, UNARY, (), ([1 + 2j],)),
+    ("copysign", np.copysign, BINARY, (), ([1.0, 2.0], [-1.0, 1.0])),
+    ("cos", np.cos, UNARY, (), ([0.0],)),
+    ("cosh", np.cosh, UNARY, (), ([0.0],)),
+    ("divide", np.true_divide, BINARY, ("__truediv__", "__rtruediv__", "__itruediv__"),
+     ([1.0, 3.0], [2.0, 4.0])),
+    ("equal", np.equal, BINARY, ("__eq__",), ([1, 2], [1, 3])),
+    ("exp", np.exp, UNARY, (), ([0.0],)),
+    ("expm1", _expm1, UNARY, (), ([0.0],)),
+    ("floor", np.floor, UNARY, (), ([-1.5, 1.2],)),
+    ("floor_divide", _floor_divide, BINARY,
+     ("__floordiv__", "__rfloordiv__", "__ifloordiv__"), ([7, -7], [2, 2])),
+    ("greater", np.greater, BINARY, ("__gt__",), ([1, 2], [2, 1])),
+    ("greater_equal", np.greater_equal, BINARY, ("__ge__",), ([1, 2], [2, 2])),
+    ("hypot", np.hypot, BINARY, (), ([3.0], [4.0])),
+    ("imag", _imag, UNARY, (), ([1 + 2j],)),
+    ("isfinite", np.isfinite, UNARY, (), ([1.0, float("inf")],)),
+    ("isinf", np.isinf, UNARY, (), ([1.0, float("inf")],)),
+    ("isnan", np.isnan, UNARY, (), ([1.0, float("nan")],)),
+    ("less", np.less, BINARY, ("__lt__",), ([1, 2], [2, 1])),
+    ("less_equal", np.less_equal, BINARY, ("__le__",), ([1, 2], [2, 1])),
+    ("log", np.log, UNARY, (), ([1.0],)),
+    ("log1p", np.log1p, UNARY, (), ([0.0],)),
+    ("log2", np.log2, UNARY, (), ([1.0, 8.0],)),
+    ("log10", np.log10, UNARY, (), ([1.0, 100.0],)),
+    ("logaddexp", np.logaddexp, BINARY, (), ([0.0], [0.0])),
+    ("logical_and", np.logical_and, BINARY, (), ([True, False], [True, True])),
+    ("logical_not", np.logical_not, UNARY, (), ([True, False],)),
+    ("logical_or", np.logical_or, BINARY, (), ([True, False], [False, False])),
+    ("logical_xor", np.logical_xor, BINARY, (), ([True, False], [True, True])),
+    ("maximum", np.maximum, BINARY, (), ([1, 5], [3, 2])),
+    ("minimum", np.minimum, BINARY, (), ([1, 5], [3, 2])),
+    ("multiply", np.multiply, BINARY, ("__mul__", "__rmul__", "__imul__"), ([1, 2], [3, 4])),
+    ("negative", np.negative, UNARY, ("__neg__",), ([1, -2],)),
+    ("nextafter", np.nextafter, BINARY, (), ([1.0], [2.0])),
+    ("not_equal", np.not_equal, BINARY, ("__ne__",), ([1, 2], [1, 3])),
+    ("positive", np.positive, UNARY, ("__pos__",), ([1, -2],)),
+    ("pow", np.power, BINARY, ("__pow__", "__rpow__", "__ipow__"), ([2, 3], [3, 2])),
+    ("real", _real, UNARY, (), ([1 + 2j],)),
+    ("reciprocal", np.reciprocal, UNARY, (), ([2.0, 4.0],)),
+    ("remainder", np.remainder, BINARY, ("__mod__", "__rmod__", "__imod__"), ([7, -7], [3, 3])),
+    ("round", _round, UNARY, (), ([0.5, 1.5, 2.6],)),
+    ("sign", np.sign, UNARY, (), ([-2.0, 0.0, 3.0],)),
+    ("signbit", np.signbit, UNARY, (), ([-0.0, 1.0],)),
+    ("sin", np.sin, UNARY, (), ([0.0],)),
+    ("sinh", np.sinh, UNARY, (), ([0.0],)),
+    ("square", np.square, UNARY, (), ([2, 3],)),
+    ("sqrt", np.sqrt, UNARY, (), ([4.0, 9.0],)),
+    ("subtract", np.subtract, BINARY, ("__sub__", "__rsub__", "__isub__"), ([5, 7], [1, 2])),
+    ("tan", np.tan, UNARY, (), ([0.0],)),
+    ("tanh", np.tanh, UNARY, (), ([0.0],)),
+    ("trunc", np.trunc, UNARY, (), ([-1.5, 1.5],)),
+)
+
+# matmul is a linear-algebra function, but its operators are built the same way.
+OPERATOR_ONLY = (("matmul", np.matmul, ("__matmul__", "__rmatmul__", "__imatmul__")),)
+
+
+# -- builders ---------------------------------------------------------------------------------
+
+def _operand_error(x: Any) -> TypeError:
+    return TypeError(f"expected a hostarray array or a Python scalar, got {type(x).__name__}")
+
+
+def _make_unary(fn: Any) -> Any:
+    def unary(x, /):
+        if type(x) is HPA:
+            s = x._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            r = fn(x._a)
+            d = x._device
+        elif isinstance(x, _OTHER_OPERANDS) or type(x) in _PY_SCALARS:
+            r, d = fn(np.asarray(x)), HOST
+        else:
+            raise _operand_error(x)
+        if type(r) is ndarray and d is HOST:
+            return _new(r, Storage(r), HOST)
+        return wrap(r, d)
+    return unary
+
+
+def _make_binary(fn: Any) -> Any:
+    def binary(x1, x2, /):
+        if type(x1) is HPA:
+            s = x1._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            a = x1._a
+            d = x1._device
+            if type(x2) is HPA:
+                s = x2._s
+                if s.host_stale:
+                    s.sync_for_host_read()
+                b = x2._a
+                if x2._device is not d:
+                    d = join_devices(d, x2._device)
+            elif type(x2) in _PY_SCALARS or isinstance(x2, _OTHER_OPERANDS):
+                b = x2
+            else:
+                raise _operand_error(x2)
+        elif type(x2) is HPA:
+            if not (type(x1) in _PY_SCALARS or isinstance(x1, _OTHER_OPERANDS)):
+                raise _operand_error(x1)
+            a = x1
+            s = x2._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            b = x2._a
+            d = x2._device
+        else:
+            a, b, d = x1, x2, HOST
+        r = fn(a, b)
+        if type(r) is ndarray and d is HOST:
+            return _new(r, Storage(r), HOST)
+        return wrap(r, d)
+    return binary
+
+
+def _make_operator(fn: Any) -> Any:
+    def op(self, other, /):
+        s = self._s
+        if s.host_stale:
+            s.sync_for_host_read()
+        a = self._a
+        d = self._device
+        if type(other) is HPA:
+            s = other._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            b = other._a
+            if other._device is not d:
+                d = join_devices(d, other._device)
+        elif type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
+            b = other
+        else:
+            return NotImplemented
+        r = fn(a, b)
+        if type(r) is ndarray and d is HOST:
+            return _new(r, Storage(r), HOST)
+        return wrap(r, d)
+    return op
+
+
+def _make_reflected(fn: Any) -> Any:
+    def rop(self, other, /):
+        if type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
+            s = self._s
+            if s.host_stale:
+                s.sync_for_host_read()
+            r = fn(other, self._a)
+            d = self._device
+        else:
+            return NotImplemented
+        if type(r) is ndarray and d is HOST:
+            return _new(r, Storage(r), HOST)
+        return wrap(r, d)
+    return rop
+
+
+def _make_inplace(fn: Any) -> Any:
+    is_ufunc = isinstance(fn, np.ufunc)
+
+    def iop(self, other, /):
+        if type(other) is HPA:
+            b = other._host()
+            if other._device is not self._device:
+                join_devices(self._device, other._device)
+        elif type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
+            b = other
+        else:
+            return NotImplemented
+        s = self._s
+        if not s.host_exclusive:
+            s.sync_for_host_write(False)
+        a = self._a
+        if is_ufunc:
+            fn(a, b, out=a)
+        else:
+            r = fn(a, b)
+            if np.shape(r) != a.shape:
+                raise ValueError(f"in-place operation would change the shape {a.shape} "
+                                 f"to {np.shape(r)}")
+            np.copyto(a, r, casting="same_kind")
+        return self
+    return iop
+
+
+def _make_unary_operator(fn: Any) -> Any:
+    def op(self, /):
+        s = self._s
+        if s.host_stale:
+            s.sync_for_host_read()
+        r = fn(self._a)
+        d = self._device
+        if type(r) is ndarray and d is HOST:
+            return _new(r, Storage(r), HOST)
+        return wrap(r, d)
+    return op
+
+
+def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
+    if type(x) is not HPA:
+        raise _operand_error(x)
+    a = x._host()
+    d = x._device
+    lo = min._host() if type(min) is HPA else min
+    hi = max._host() if type(max) is HPA else max
+    for bound in (min, max):
+        if type(bound) is HPA and bound._device is not d:
+            d = join_devices(d, bound._device)
+    if lo is None and hi is None:
+        return wrap(a.copy(), d)
+    r = np.clip(a, lo, hi)
+    if r.dtype != a.dtype:  # the result keeps x's data type
+        r = r.astype(a.dtype)
+    return wrap(r, d)
+
+
+def _example(name: str, args: tuple[Any, ...]) -> str:
+    from .creation import asarray
+
+    call_args = [asarray(v) if isinstance(v, list) else v for v in args]
+    shown = ", ".join(f"ha.asarray({v!r})" if isinstance(v, list) else repr(v) for v in args)
+    with np.errstate(all="ignore"):
+        out = repr(globals()[name](*call_args))
+    return f">>> import hostarray as ha\n>>> ha.{name}({shown})\n{out}"
+
+
+def _docstring(name: str, params: str, example: str) -> str:
+    n = f"the array API standard's ``{name}``"
+    if params == UNARY:
+        what = f"Element-wise {name} of ``x``: {n} (numpy's implementation, on ``x``'s device)."
+    elif params == BINARY:
+        what = (f"Element-wise {name} of ``x1`` and ``x2`` (arrays or Python scalars, "
+                f"broadcast): {n}.")
+    else:
+        what = f"Element-wise {name}: {n}."
+    example = "\n".join(("    " + ln) if ln else ln for ln in example.splitlines())
+    return f"{what}\n\n    Examples\n    --------\n{example}\n    "
+
+
+def _install() -> None:
+    g = globals()
+    for name, fn, params, ops, _ in TABLE:
+        if name == "clip":
+            f = clip
+        else:
+            f = _make_unary(fn) if params == UNARY else _make_binary(fn)
+        f.__name__ = f.__qualname__ = name
+        f.__module__ = "hostarray"
+        g[name] = f
+        __all__.append(name)
+        if params == UNARY:
+            for dunder in ops:
+                _set_operator(dunder, _make_unary_operator(fn))
+        elif ops:
+            _install_binary_operators(fn, ops)
+    for _, fn, ops in OPERATOR_ONLY:
+        _install_binary_operators(fn, ops)
+    HostPtrArray.__hash__ = None  # type: ignore[assignment]  # mutable, like ndarray
+    for name, _, params, _, example in TABLE:
+        g[name].__doc__ = _docstring(name, params, _example(name, example))
+
+
+def _install_binary_operators(fn: Any, ops: tuple[str, ...]) -> None:
+    _set_operator(ops[0], _make_operator(fn))
+    if len(ops) > 1:
+        _set_operator(ops[1], _make_reflected(fn))
+        _set_operator(ops[2], _make_inplace(fn))
+
+
+def _set_operator(dunder: str, f: Any) -> None:
+    f.__name__ = dunder
+    f.__qualname__ = f"HostPtrArray.{dunder}"
+    f.__doc__ = f"``self.{dunder}(...)``: the standard's operator (see the namespace function)."
+    setattr(HostPtrArray, dunder, f)
+
+
+_install()

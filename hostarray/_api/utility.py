@@ -1,0 +1,57 @@
+"""Utility functions of the array API standard."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._array import HostPtrArray
+from ._common import device_of, host, result
+
+__all__ = ["all", "any", "diff"]
+
+
+def all(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
+        keepdims: bool = False) -> HostPtrArray:
+    """Whether every element of ``x`` along ``axis`` is true (nonzero).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.all(ha.asarray([1, 0, 2]))
+    HostPtrArray(False, dtype=bool)
+    """
+    return result(np.all(host(x), axis=axis, keepdims=keepdims), x._device)
+
+
+def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
+        keepdims: bool = False) -> HostPtrArray:
+    """Whether any element of ``x`` along ``axis`` is true (nonzero).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.any(ha.asarray([0, 0, 2]))
+    HostPtrArray(True, dtype=bool)
+    """
+    return result(np.any(host(x), axis=axis, keepdims=keepdims), x._device)
+
+
+def diff(x: HostPtrArray, /, *, axis: int = -1, n: int = 1,
+         prepend: HostPtrArray | None = None,
+         append: HostPtrArray | None = None) -> HostPtrArray:
+    """The ``n``-th discrete difference of ``x`` along ``axis`` (after joining ``prepend``
+    and ``append``).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.diff(ha.asarray([1, 4, 9, 16]))
+    HostPtrArray([3, 5, 7], dtype=int64)
+    """
+    dev = device_of(x, prepend, append)
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = host(prepend)
+    if append is not None:
+        kw["append"] = host(append)
+    return result(np.diff(host(x), n=n, axis=axis, **kw), dev)
