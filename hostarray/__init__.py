@@ -25,7 +25,6 @@ from ._api import utility as _utility_module
 from ._api.creation import asarray, empty, zeros
 from ._array import HostPtrArray
 from ._dask import install as _install_dask
-from ._dask import install as _install_dask
 from ._devices import Device, default_device, device, devices
 from ._dtypes import (
     bool,

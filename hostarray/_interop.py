@@ -26,9 +26,9 @@ from ._devices import device as _parse_device
 from ._errors import HostPtrError
 from ._storage import Storage, address_of, aligned_empty
 
-__all__ = ["from_dlpack", "array", "array_ufunc", "array_function", "dlpack", "dlpack_device",
-           "reduce", "copy", "deepcopy", "iterate", "length", "contains", "format_array",
-           "result_device"]
+__all__ = ["from_dlpack", "ndarray_attribute", "array", "array_ufunc", "array_function",
+           "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",
+           "contains", "format_array", "result_device"]
 
 KDL_CPU = 1  # DLPack's device type for host memory
 
@@ -435,3 +435,58 @@ def format_array(x: HostPtrArray, spec: str) -> str:
         return format(x._host().item(), spec)
     raise TypeError(f"unsupported format string {spec!r} for a {x.ndim}-d HostPtrArray; format "
                     f"its elements, e.g. with x.tolist()")
+
+
+# -- numpy's ndarray methods ---------------------------------------------------------------
+
+def _shape_args(args: tuple[Any, ...]) -> Any:
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` mean the same (as in numpy)."""
+    return args[0] if len(args) == 1 else args
+
+
+def _sort_in_place(x: HostPtrArray, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+    x._host_for_write().sort(axis=axis, kind=kind, order=order)
+
+
+def _fill(x: HostPtrArray, value: Any) -> None:
+    x._host_for_write(whole=True).fill(value)
+
+
+def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:
+    a = x._host()
+    return _view(x, a.view() if dtype is None else a.view(dtype))
+
+
+_METHODS: dict[str, Callable[..., Any]] = {
+    "reshape": lambda x, *shape, **kw: np.reshape(x, _shape_args(shape), **kw),
+    "transpose": lambda x, *axes: np.transpose(x, _shape_args(axes) if axes else None),
+    "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
+    "flatten": lambda x: wrap(x._host().flatten(), x._device),
+    "astype": lambda x, dtype, *a, **kw: np.astype(x, dtype, *a, **kw)
+    if np.dtype(dtype) != x.dtype or kw.get("copy", True) else x,
+    "copy": lambda x, order="C": copy(x),
+    "view": _view_as, "sort": _sort_in_place, "fill": _fill,
+    "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
+    "min": np.min, "max": np.max, "argmin": np.argmin, "argmax": np.argmax,
+    "any": np.any, "all": np.all, "cumsum": np.cumsum, "cumprod": np.cumprod,
+    "clip": np.clip, "round": np.round, "dot": np.dot, "nonzero": np.nonzero,
+    "argsort": np.argsort, "searchsorted": np.searchsorted, "take": np.take,
+    "repeat": np.repeat, "diagonal": np.diagonal, "trace": np.trace, "compress": np.compress,
+    "conj": np.conjugate, "conjugate": np.conjugate,
+}
+_ATTRIBUTES: dict[str, Callable[[HostPtrArray], Any]] = {
+    "real": np.real, "imag": np.imag, "itemsize": lambda x: x.dtype.itemsize,
+    "strides": lambda x: x._a.strides,
+}
+
+
+def ndarray_attribute(x: HostPtrArray, name: str) -> Any:
+    """numpy's ``ndarray`` methods and attributes that HostPtrArray lacks (``x.reshape``,
+    ``x.sum``, ``x.astype``, ``x.real`` ...), on host views with results wrapped back."""
+    f = _METHODS.get(name)
+    if f is not None:
+        return lambda *args, **kwargs: f(x, *args, **kwargs)
+    g = _ATTRIBUTES.get(name)
+    if g is not None:
+        return g(x)
+    raise AttributeError(f"'HostPtrArray' object has no attribute {name!r}")
