@@ -117,16 +117,18 @@ def cmd_devices(args: argparse.Namespace) -> int:
     for r in report["devices"]:
         if "link_error" in r:
             print(f"link check failed on {r['device']}: {r['link_error']}")
+    print()
     if report["left_out"]:
-        print("\nleft out (listed by the driver, but failed a test build):")
+        print("left out (listed by the driver, but failed a probe kernel):")
         for lo in report["left_out"]:
             print(f"  {lo['device']} ({lo['name']}): {lo['why']}")
-    print()
+    else:
+        print("left out: none (every device the drivers listed ran a probe kernel)")
     if report["link_forced"]:
         print(f"link: forced to {report['link_forced']!r} by HOSTARRAY_LINK")
     else:
-        print("link: checked by a probe kernel -- shared: the device works on the host bytes; "
-              "mapped: the driver mirrors them and copies on publish/acquire")
+        print("link: found by a probe kernel; shared = the device works on the host bytes, "
+              "mapped = the\n      driver mirrors them and copies on each publish/acquire")
     opencl = [r["device"] for r in report["devices"] if r["framework"] == "opencl"]
     kernels = (report["default"] if report["default"] != "cpu"
                else (opencl[0] if opencl else "none"))
