@@ -105,7 +105,8 @@ def elements(dt: np.dtype, *, finite: bool = False, min_value: float | None = No
                  and (min_value is None or v >= min_value)
                  and (max_value is None or v <= max_value)]
         return st.one_of(st.sampled_from(edges), st.floats(**kw))
-    part = elements(np.dtype(f"float{dt.itemsize * 4}"), finite=finite)
+    part = elements(np.dtype(f"float{dt.itemsize * 4}"), finite=finite, min_value=min_value,
+                    max_value=max_value)
     return st.builds(complex, part, part)
 
 

@@ -61,10 +61,11 @@ BINARY: dict[str, tuple[str, str]] = {
 FINITE_ONLY = {"floor_divide", "remainder"}
 
 
-def _complex_finite(name: str, dt: np.dtype) -> bool:
-    # numpy's complex special values differ from C99 Annex G in places (spec: complex
-    # special cases); those are checked in test_special_cases.py
-    return dt.kind == "c"
+def _complex_bounds(dt: np.dtype) -> dict:
+    # numpy's complex results at special values and on overflow (e.g. expm1(89+0j) in
+    # complex64 gives inf+nanj, where the exact result is inf+0j) differ from the spec's
+    # C99-style special cases; those are checked in test_special_cases.py instead
+    return dict(finite=True, min_value=-20, max_value=20) if dt.kind == "c" else {}
 
 
 def expected_dtype(rule: str, d1: np.dtype, d2: np.dtype | None = None) -> np.dtype:
@@ -92,7 +93,7 @@ def _prepare_binary(name: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray
 def test_unary(name: str, data) -> None:
     kind, rule = UNARY[name]
     dt = data.draw(strat.dtypes(kind), label="dtype")
-    x = data.draw(strat.arrays(dt, finite=_complex_finite(name, dt)), label="x")
+    x = data.draw(strat.arrays(dt, **_complex_bounds(dt)), label="x")
     got = differential(name, x)
     assert got.dtype == expected_dtype(rule, dt)
 
