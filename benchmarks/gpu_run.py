@@ -87,7 +87,7 @@ def main() -> int:
     with step("devices"):
         sh([sys.executable, "-m", "hostarray", "devices"], "devices.txt")
         sh([sys.executable, "-m", "hostarray", "devices", "--json"], "devices.txt")
-    gpus = [d for d in ha.devices() if d.framework == "opencl" and d.type.upper() == "GPU"]
+    gpus = [d for d in ha.devices() if d.framework == "opencl" and "GPU" in d.type.upper()]
     dev = ha.device(args.device) if args.device else (gpus[0] if gpus else None)
     if dev is None:
         say(f"no OpenCL GPU found; left out: {ha._devices.left_out_devices()}")
