@@ -167,7 +167,7 @@ class HostPtrArray:
         return _interop.dlpack(self, stream=stream, max_version=max_version,
                                dl_device=dl_device, copy=copy)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
+    def __dlpack_device__(self, /) -> tuple[int, int]:
         """``(1, 0)``: DLPack's ``kDLCPU``; the data is always in host memory."""
         return _interop.dlpack_device(self)
 
@@ -257,7 +257,7 @@ class HostPtrArray:
         return self._host().item(*args)
 
     # -- indexing ---------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> HostPtrArray:
+    def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
         if t is slice or t is int or (t is tuple and all(type(k) in _BASIC for k in key)):
             # basic indexing: numpy answers with a view (or a scalar for a full integer index)
@@ -274,7 +274,7 @@ class HostPtrArray:
             return _view(self, r)
         return wrap(np.asarray(r), self._device)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: Any, value: Any, /) -> None:
         key = _numpy_key(key)
         v = value._host() if isinstance(value, HostPtrArray) else value
         whole = _is_whole(key)

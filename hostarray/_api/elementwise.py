@@ -51,8 +51,9 @@ def _expm1(x: np.ndarray) -> Any:
     with np.errstate(invalid="ignore", over="ignore"):
         a, b = x.real, x.imag
         half = np.sin(b / 2)
-        r = (np.expm1(a) * np.cos(b) - 2 * half * half) + 1j * (np.exp(a) * np.sin(b))
-        r = np.asarray(r, dtype=x.dtype)
+        r = np.empty(x.shape, dtype=x.dtype)
+        r.real = np.expm1(a) * np.cos(b) - 2 * half * half
+        r.imag = np.exp(a) * np.sin(b)
         bad = ~np.isfinite(x)
         if bad.any():
             r[bad] = np.exp(x[bad]) - 1
