@@ -1,0 +1,106 @@
+"""The ``hostarray`` command, run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import hostarray as ha
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hostarray", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.device
+def test_devices_json_describes_the_real_device(cl_device: ha.Device) -> None:
+    r = run_cli("devices", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    by_name = {d["device"]: d for d in report["devices"]}
+    host = by_name["cpu"]
+    assert host["framework"] == "host" and host["link"] is None
+    row = by_name[str(cl_device)]
+    cl_dev = cl_device._cl_device
+    assert row["framework"] == "opencl"
+    assert row["name"] == cl_dev.name.strip()
+    assert row["alignment"] == cl_dev.mem_base_addr_align // 8 == cl_device.alignment
+    assert row["max_alloc"] == cl_dev.max_mem_alloc_size
+    assert row["host_unified"] == bool(cl_dev.host_unified_memory)
+    assert row["platform"] == cl_dev.platform.name.strip()
+    # the kind the runtime's probe found in this process (or HOSTARRAY_LINK forced)
+    assert row["link"] == cl_device.link
+    assert row["link"] in ("shared", "mapped", "copied")
+    assert row["type"] in ("CPU", "GPU", "ACCELERATOR", "CUSTOM") or "|" in row["type"]
+    assert "ALL" not in row["type"]
+    defaults = [d["device"] for d in report["devices"] if d["default"]]
+    assert defaults == [str(ha.default_device())] == [report["default"]]
+    assert report["left_out"] == [{"device": s, "name": n, "why": w}
+                                  for s, n, w in ha._devices.left_out_devices()]
+
+
+@pytest.mark.device
+def test_devices_table_lists_every_device(cl_device: ha.Device) -> None:
+    r = run_cli("devices")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    header = lines[0].split()
+    assert header[:4] == ["device", "framework", "type", "link"]
+    rows = {ln.split()[0]: ln for ln in lines[2:] if ln.strip() and not ln.startswith(" ")
+            and ln.split()[0] in {str(d) for d in ha.devices()}}
+    assert set(rows) == {str(d) for d in ha.devices()}
+    fields = rows[str(cl_device)].split()
+    assert fields[1] == "opencl"
+    assert fields[3] == cl_device.link
+    assert fields[4:6] == [str(cl_device.alignment), "B"]
+    assert cl_device.name in rows[str(cl_device)]
+    assert "left out:" in r.stdout or "left out (" in r.stdout
+
+
+@pytest.mark.device
+def test_devices_link_forced_is_reported(cl_device: ha.Device) -> None:
+    r = run_cli("devices", "--json", env={"HOSTARRAY_LINK": "copied"})
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["link_forced"] == "copied"
+    assert {d["link"] for d in report["devices"] if d["framework"] == "opencl"} == {"copied"}
+
+
+def test_bad_device_name_is_one_sentence_and_exit_2() -> None:
+    r = run_cli("demo", "--device", "cuda:0")
+    assert r.returncode == 2
+    assert "no backend for framework 'cuda'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.device
+def test_demo_checks_against_numpy_and_counts_transfers(cl_device: ha.Device) -> None:
+    size = 1 << 16
+    r = run_cli("demo", "--device", str(cl_device), "--size", str(size), "--repeat", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert re.search(r"^check: hostarray vs numpy .*: OK$", out, re.MULTILINE), out
+    for step in ("[1/4]", "[2/4]", "[3/4]", "[4/4]", "kernel smooth", "kernel clip_above"):
+        assert step in out
+    m = re.search(r"^hostarray\s+(\d+)\s+(\d+)\s+([\d.]+) MiB", out, re.MULTILINE)
+    assert m, out
+    publishes, acquires, mib = int(m[1]), int(m[2]), float(m[3])
+    # exactly the data dependencies: x before smooth; y for np.quantile and at the end
+    # (np.quantile reads through __array_function__, so y never escapes mid-pipeline)
+    assert (publishes, acquires) == (1, 2), out
+    assert "(the least possible: 1 + 2)" in out
+    eager = re.search(r"^eager copies\s+-\s+-\s+([\d.]+) MiB", out, re.MULTILINE)
+    assert eager and float(eager[1]) == pytest.approx(4 * size * 4 / 2**20, abs=0.05)
+    link = cl_device.link
+    if link == "shared":
+        assert mib == 0.0
+    else:  # every publish and acquire moves the whole signal
+        assert mib == pytest.approx((publishes + acquires) * size * 4 / 2**20, abs=0.05)
+    assert f"host link: {link}" in out
