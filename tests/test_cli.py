@@ -82,7 +82,7 @@ def test_bad_device_name_is_one_sentence_and_exit_2() -> None:
 
 @pytest.mark.device
 def test_demo_checks_against_numpy_and_counts_transfers(cl_device: ha.Device) -> None:
-    size = 1 << 16
+    size = 1 << 18  # 1 MiB of float32: every expected MiB figure is exact
     r = run_cli("demo", "--device", str(cl_device), "--size", str(size), "--repeat", "1")
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
