@@ -44,8 +44,11 @@ def to_ha(a: Any, device: Any = None) -> Any:
 
 
 def to_strict(a: Any) -> Any:
+    """numpy arrays -> array_api_strict arrays, numpy dtypes -> array_api_strict dtypes."""
     if isinstance(a, np.ndarray):
         return xps.asarray(a.copy())
+    if isinstance(a, np.dtype):
+        return getattr(xps, a.name)
     if isinstance(a, (list, tuple)):
         return type(a)(to_strict(v) for v in a)
     return a
