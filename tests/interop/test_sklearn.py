@@ -167,7 +167,8 @@ def _written_by_a_kernel(a: np.ndarray, dev: ha.Device, factor: float) -> ha.Hos
 
 
 @pytest.mark.device
-@pytest.mark.parametrize("name", ["PCA-full", "Ridge", "StandardScaler", "LinearDiscriminantAnalysis"])
+@pytest.mark.parametrize("name", ["PCA-full", "Ridge", "StandardScaler",
+                                  "LinearDiscriminantAnalysis"])
 def test_estimators_on_device_arrays_see_kernel_writes(name, cl_device) -> None:
     f = ESTIMATORS[name]
     with sklearn.config_context(array_api_dispatch=False):
