@@ -42,3 +42,4 @@ html_theme = "furo"
 html_title = f"hostarray {release}"
 html_static_path = ["_static"]
 pygments_style = "sphinx"
+smartquotes = False  # keep "..." and quotes in messages exactly as the code prints them
