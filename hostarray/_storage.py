@@ -210,6 +210,12 @@ class Storage:
             coh.device_written(key, token)
         else:
             coh.device_read_launched(key, token)
+        if len(coh.inflight) > 8:
+            # A device's queue is in order: its newest token covers the older ones.
+            # Without this, an array only ever read by kernels (never waited for)
+            # collects one token per launch and every launch scans them all.
+            newest = {k: (t, k, w) for t, k, w in coh.inflight}
+            coh.inflight = list(newest.values())
         if coh.escaped:
             if writes:
                 self._acquire_from(key)  # raw views must see the result
