@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import array_api_strict as xps
-from array_api_strict._array_object import Array as StrictArray
 import numpy as np
 import pytest
+from array_api_strict._array_object import Array as StrictArray
 from hypothesis import reject
 
 import hostarray as ha
