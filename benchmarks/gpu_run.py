@@ -139,6 +139,7 @@ def main() -> int:
     if args.tests:
         with step("device tests"):
             sh([sys.executable, "-m", "pytest", "-q", "-m", "device", "tests", "-x",
+                "--continue-on-collection-errors",
                 "-p", "no:cacheprovider", "-o", "addopts=-ra"], "pytest.txt", timeout=240)
     say("done")
     buf = io.StringIO()

@@ -463,7 +463,10 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
     ``residual`` kernel writes partial sums that the host adds up; at the end
     the host reads ``u``.
 
-    * ``ha lazy``: hostarray decides (kernels' ``const`` arguments, ``ha.write``).
+    * ``ha lazy``: hostarray decides (kernels' ``const`` arguments, ``ha.write``);
+      the arrays were attached before (as after an earlier solve).
+    * ``ha lazy + attach``: the same, attaching (creating the device buffers
+      over host memory: pinning on a discrete GPU) inside the timing.
     * ``ha eager``: the same, plus ``publish_host_writes`` of every argument
       before each launch and ``acquire_device_writes`` of every argument after
       it -- the "sync after every launch" policy.
@@ -497,33 +500,41 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
         def reset() -> None:
             u0[:] = 0
 
-        def run_ha(eager: bool) -> tuple[np.ndarray, list[float], Any]:
+        def attached() -> tuple[Any, ...]:
+            reset()
             with forced_link(dev, link):
-                u, unew, f, part = (ha.asarray(a, device=dev) for a in (u0, unew0, f0, part0))
-                for a in (u, unew, f, part):  # attached now, so eager publishes from the start
+                arrays = tuple(ha.asarray(a, device=dev) for a in (u0, unew0, f0, part0))
+                for a in arrays:  # attached now, so eager publishes from the start
                     ha.hostptr.attach(a, dev)
-                res = []
-                for it in range(1, iterations + 1):
-                    if eager:
-                        for a in (u, f, unew):
-                            ha.hostptr.publish_host_writes(a, dev)
-                    env.prg.jacobi(n, u, f, ha.write(unew), n)
-                    if eager:
-                        for a in (u, f, unew):
-                            ha.hostptr.acquire_device_writes(a, dev)
-                    u, unew = unew, u
-                    if it % check_every == 0:
-                        if eager:
-                            for a in (u, f, part):
-                                ha.hostptr.publish_host_writes(a, dev)
-                        env.prg.residual(g, u, f, ha.write(part), n)
-                        if eager:
-                            for a in (u, f, part):
-                                ha.hostptr.acquire_device_writes(a, dev)
-                        res.append(float(np.asarray(part).sum(dtype=np.float64)))
-                return np.asarray(u), res, (u, unew, f, part)
+            return arrays
 
-        def run_cl() -> tuple[np.ndarray, list[float], Any]:
+        def run_ha(eager: bool, arrays: tuple[Any, ...] | None
+                   ) -> tuple[np.ndarray, list[float], Any]:
+            if arrays is None:
+                arrays = attached()
+            u, unew, f, part = arrays
+            res = []
+            for it in range(1, iterations + 1):
+                if eager:
+                    for a in (u, f, unew):
+                        ha.hostptr.publish_host_writes(a, dev)
+                env.prg.jacobi(n, u, f, ha.write(unew), n)
+                if eager:
+                    for a in (u, f, unew):
+                        ha.hostptr.acquire_device_writes(a, dev)
+                u, unew = unew, u
+                if it % check_every == 0:
+                    if eager:
+                        for a in (u, f, part):
+                            ha.hostptr.publish_host_writes(a, dev)
+                    env.prg.residual(g, u, f, ha.write(part), n)
+                    if eager:
+                        for a in (u, f, part):
+                            ha.hostptr.acquire_device_writes(a, dev)
+                    res.append(float(np.asarray(part).sum(dtype=np.float64)))
+            return np.asarray(u), res, arrays
+
+        def run_cl(_: Any) -> tuple[np.ndarray, list[float], Any]:
             mf = cl.mem_flags
             u = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
             unew = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
@@ -550,17 +561,21 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
                 else:
                     a.release()
 
-        for name, fn in (("ha lazy", lambda: run_ha(False)), ("ha eager", lambda: run_ha(True)),
-                         ("cl minimal", run_cl)):
-            reset()
+        policies: list[tuple[str, Callable[[Any], Any], Callable[[], Any]]] = [
+            ("ha lazy", lambda a: run_ha(False, a), attached),
+            ("ha eager", lambda a: run_ha(True, a), attached),
+            ("ha lazy + attach", lambda _: run_ha(False, None), reset),
+            ("cl minimal", run_cl, reset)]
+        for name, fn, setup in policies:
+            state = setup()
             ha.reset_stats()
-            r = fn()  # warm-up, and the counters of one run
+            r = fn(state)  # warm-up, and the counters of one run
             s = ha.stats()
             finals[name] = r[0].copy()
             res = r[1]
             free(r)
-            del r
-            t = _median(lambda _, fn=fn: fn(), repeat, setup=reset, teardown=free, warmup=0)
+            del r, state
+            t = _median(fn, repeat, setup=setup, teardown=free, warmup=0)
             p: dict[str, Any] = {"median_s": t, "residuals": res}
             if name.startswith("ha"):
                 p.update(publishes=s.publishes, acquires=s.acquires,

@@ -1,0 +1,110 @@
+"""Dispatch overhead of the array API namespace: numpy vs array_api_strict vs hostarray.
+
+For each operation (``a + b``, a basic slice ``x[2:5]``, ``sum(x)``, ``matmul``) on a
+small (10 elements) and a large (10**7 elements) input, prints the median time per
+call of each library, hostarray's overhead above numpy, and the ratios hostarray /
+numpy and hostarray / array_api_strict.
+
+Run: ``python benchmarks/bench_dispatch.py [--repeat N] [--json out.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import timeit
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import array_api_strict as xps
+import numpy as np
+
+import hostarray as ha
+
+SMALL, LARGE = 10, 10**7
+
+
+def _inputs(n: int, xp: Any) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(n)
+    b = rng.standard_normal(n)
+    if n == SMALL:
+        m1, m2 = rng.standard_normal((2, 5)), rng.standard_normal((5, 2))
+    else:  # a matrix-vector product over 10**7 matrix elements
+        m1, m2 = rng.standard_normal((1000, n // 1000)), rng.standard_normal(n // 1000)
+    conv = (lambda v: v) if xp is np else xp.asarray
+    return {"a": conv(a), "b": conv(b), "m1": conv(m1), "m2": conv(m2)}
+
+
+def _ops(xp: Any) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    return {
+        "add": lambda d: d["a"] + d["b"],
+        "slice": lambda d: d["a"][2:5],
+        "sum": lambda d: xp.sum(d["a"]),
+        "matmul": lambda d: d["m1"] @ d["m2"],
+    }
+
+
+def _calls_for(fn: Callable[[], Any], min_time: float) -> int:
+    t = timeit.Timer(fn)
+    number = 1
+    while t.timeit(number) < min_time:
+        number *= 2
+    return number
+
+
+def run(repeat: int = 7) -> list[dict[str, Any]]:
+    """Median seconds per call for every (op, size, library).
+
+    The libraries are timed in turn within each round, so load from other processes
+    on the machine affects all three alike instead of whichever ran last."""
+    rows = []
+    libs = {"numpy": np, "array_api_strict": xps, "hostarray": ha}
+    for size in (SMALL, LARGE):
+        data = {name: _inputs(size, xp) for name, xp in libs.items()}
+        for op in ("add", "slice", "sum", "matmul"):
+            calls = {}
+            for name, xp in libs.items():
+                f, d = _ops(xp)[op], data[name]
+                fn = partial(f, d)
+                calls[name] = (timeit.Timer(fn), _calls_for(fn, 0.02 if size == SMALL else 0.2))
+            samples: dict[str, list[float]] = {name: [] for name in libs}
+            for _ in range(repeat):
+                for name, (timer, number) in calls.items():
+                    samples[name].append(timer.timeit(number) / number)
+            row: dict[str, Any] = {"op": op, "size": size}
+            row.update({name: statistics.median(v) for name, v in samples.items()})
+            rows.append(row)
+    return rows
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    head = (f"{'op':7} {'size':>9} {'numpy us':>11} {'strict us':>11} {'hostarray us':>13} "
+            f"{'ha-np us':>9} {'ha/np':>7} {'ha/strict':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        np_t, st_t, ha_t = r["numpy"], r["array_api_strict"], r["hostarray"]
+        lines.append(f"{r['op']:7} {r['size']:>9} {np_t * 1e6:11.3f} {st_t * 1e6:11.3f} "
+                     f"{ha_t * 1e6:13.3f} {(ha_t - np_t) * 1e6:9.3f} {ha_t / np_t:7.3f} "
+                     f"{ha_t / st_t:9.3f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeat", type=int, default=7, help="timing runs per case (median)")
+    p.add_argument("--json", help="also write the raw medians (seconds) to this file")
+    args = p.parse_args()
+    rows = run(args.repeat)
+    print(f"numpy {np.__version__}, array_api_strict {xps.__version__}, "
+          f"hostarray {ha.__version__}; median seconds per call, shown in microseconds")
+    print(report(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
