@@ -57,7 +57,7 @@ def numpy_pipeline(signal: np.ndarray, q: float = QUANTILE) -> np.ndarray:
     >>> import numpy as np
     >>> from hostarray.demo import numpy_pipeline
     >>> numpy_pipeline(np.array([0, 4, 0, 4], np.float32), q=0.5)
-    array([1.5, 2. , 2. , 2. ], dtype=float32)
+    array([1., 2., 2., 2.], dtype=float32)
     """
     padded = np.concatenate([signal[:1], signal, signal[-1:]])
     y = (np.float32(0.25) * padded[:-2] + np.float32(0.5) * padded[1:-1]
