@@ -167,9 +167,12 @@ def _parser() -> argparse.ArgumentParser:
                    "the best is shown (default: 3)")
     m.set_defaults(func=cmd_demo)
     b = sub.add_parser("bench", help="measure attach, round trip and laziness on a device")
-    b.add_argument("--device", default=None)
-    b.add_argument("--json", action="store_true")
-    b.add_argument("--max-size", default="64MiB")
+    b.add_argument("--device", default=None, help="device to measure (default: "
+                   "HOSTARRAY_DEVICE, else the first OpenCL device)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    b.add_argument("--max-size", default="64MiB", help="largest array size (default: 64MiB)")
+    b.add_argument("--repeat", type=int, default=None, help="timed runs per measurement; "
+                   "medians are shown (default: 5)")
     b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
     b.set_defaults(func=cmd_bench)
     return p
