@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._api._common import host, out_device, result
+from ._api._common import dev_of, host, out_device, result
 from ._array import HostPtrArray
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
@@ -32,12 +32,12 @@ def _real_of(dt: np.dtype) -> np.dtype:
 
 def _c2c(fn: Any, x: HostPtrArray, **kw: Any) -> HostPtrArray:
     a = host(x)
-    return result(fn(a, **kw).astype(_complex_of(a.dtype), copy=False), x._device)
+    return result(fn(a, **kw).astype(_complex_of(a.dtype), copy=False), dev_of(x))
 
 
 def _c2r(fn: Any, x: HostPtrArray, **kw: Any) -> HostPtrArray:
     a = host(x)
-    return result(fn(a, **kw).astype(_real_of(a.dtype), copy=False), x._device)
+    return result(fn(a, **kw).astype(_real_of(a.dtype), copy=False), dev_of(x))
 
 
 def fft(x: HostPtrArray, /, *, n: int | None = None, axis: int = -1,
@@ -207,7 +207,7 @@ def fftshift(x: HostPtrArray, /, *, axes: int | Sequence[int] | None = None) -> 
     >>> ha.fft.fftshift(ha.asarray([0, 1, 2, -2, -1]))
     HostPtrArray([-2, -1,  0,  1,  2], dtype=int64)
     """
-    return result(np.fft.fftshift(host(x), axes=axes), x._device)
+    return result(np.fft.fftshift(host(x), axes=axes), dev_of(x))
 
 
 def ifftshift(x: HostPtrArray, /, *, axes: int | Sequence[int] | None = None) -> HostPtrArray:
@@ -219,6 +219,6 @@ def ifftshift(x: HostPtrArray, /, *, axes: int | Sequence[int] | None = None) ->
     >>> ha.fft.ifftshift(ha.asarray([-2, -1, 0, 1, 2]))
     HostPtrArray([ 0,  1,  2, -2, -1], dtype=int64)
     """
-    return result(np.fft.ifftshift(host(x), axes=axes), x._device)
+    return result(np.fft.ifftshift(host(x), axes=axes), dev_of(x))
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._api._common import device_of, host, result
+from ._api._common import dev_of, device_of, host, result
 from ._api.linalg_main import matmul, matrix_transpose, tensordot, vecdot
 from ._array import HostPtrArray
 
@@ -75,7 +75,7 @@ def cholesky(x: HostPtrArray, /, *, upper: bool = False) -> HostPtrArray:
     HostPtrArray([[2., 0.],
                   [1., 1.]], dtype=float64)
     """
-    return result(npl.cholesky(_float(host(x)), upper=upper), x._device)
+    return result(npl.cholesky(_float(host(x)), upper=upper), dev_of(x))
 
 
 def cross(x1: HostPtrArray, x2: HostPtrArray, /, *, axis: int = -1) -> HostPtrArray:
@@ -104,7 +104,7 @@ def det(x: HostPtrArray, /) -> HostPtrArray:
     >>> ha.linalg.det(ha.asarray([[1.0, 2.0], [3.0, 4.0]]))
     HostPtrArray(-2., dtype=float64)
     """
-    return result(npl.det(_float(host(x))), x._device)
+    return result(npl.det(_float(host(x))), dev_of(x))
 
 
 def diagonal(x: HostPtrArray, /, *, offset: int = 0) -> HostPtrArray:
@@ -116,7 +116,7 @@ def diagonal(x: HostPtrArray, /, *, offset: int = 0) -> HostPtrArray:
     >>> ha.linalg.diagonal(ha.asarray([[1, 2], [3, 4]]))
     HostPtrArray([1, 4], dtype=int64)
     """
-    return result(npl.diagonal(host(x), offset=offset).copy(), x._device)
+    return result(npl.diagonal(host(x), offset=offset).copy(), dev_of(x))
 
 
 def eig(x: HostPtrArray, /) -> EigResult:
@@ -131,8 +131,8 @@ def eig(x: HostPtrArray, /) -> EigResult:
     a = _float(host(x))
     w, v = npl.eig(a)
     ct = np.result_type(a.dtype, np.complex64)
-    return EigResult(result(w.astype(ct, copy=False), x._device),
-                     result(v.astype(ct, copy=False), x._device))
+    return EigResult(result(w.astype(ct, copy=False), dev_of(x)),
+                     result(v.astype(ct, copy=False), dev_of(x)))
 
 
 def eigvals(x: HostPtrArray, /) -> HostPtrArray:
@@ -146,7 +146,7 @@ def eigvals(x: HostPtrArray, /) -> HostPtrArray:
     """
     a = _float(host(x))
     ct = np.result_type(a.dtype, np.complex64)
-    return result(npl.eigvals(a).astype(ct, copy=False), x._device)
+    return result(npl.eigvals(a).astype(ct, copy=False), dev_of(x))
 
 
 def eigh(x: HostPtrArray, /) -> EighResult:
@@ -159,7 +159,7 @@ def eigh(x: HostPtrArray, /) -> EighResult:
     HostPtrArray([1., 2.], dtype=float64)
     """
     w, v = npl.eigh(_float(host(x)))
-    return EighResult(result(w, x._device), result(v, x._device))
+    return EighResult(result(w, dev_of(x)), result(v, dev_of(x)))
 
 
 def eigvalsh(x: HostPtrArray, /) -> HostPtrArray:
@@ -171,7 +171,7 @@ def eigvalsh(x: HostPtrArray, /) -> HostPtrArray:
     >>> ha.linalg.eigvalsh(ha.asarray([[2.0, 0.0], [0.0, 1.0]]))
     HostPtrArray([1., 2.], dtype=float64)
     """
-    return result(npl.eigvalsh(_float(host(x))), x._device)
+    return result(npl.eigvalsh(_float(host(x))), dev_of(x))
 
 
 def inv(x: HostPtrArray, /) -> HostPtrArray:
@@ -184,7 +184,7 @@ def inv(x: HostPtrArray, /) -> HostPtrArray:
     HostPtrArray([[0.5 , 0.  ],
                   [0.  , 0.25]], dtype=float64)
     """
-    return result(npl.inv(_float(host(x))), x._device)
+    return result(npl.inv(_float(host(x))), dev_of(x))
 
 
 def matrix_norm(x: HostPtrArray, /, *, keepdims: bool = False,
@@ -197,7 +197,7 @@ def matrix_norm(x: HostPtrArray, /, *, keepdims: bool = False,
     >>> ha.linalg.matrix_norm(ha.asarray([[3.0, 0.0], [0.0, 4.0]]))
     HostPtrArray(5., dtype=float64)
     """
-    return result(npl.matrix_norm(_float(host(x)), keepdims=keepdims, ord=ord), x._device)
+    return result(npl.matrix_norm(_float(host(x)), keepdims=keepdims, ord=ord), dev_of(x))
 
 
 def matrix_power(x: HostPtrArray, n: int, /) -> HostPtrArray:
@@ -210,7 +210,7 @@ def matrix_power(x: HostPtrArray, n: int, /) -> HostPtrArray:
     HostPtrArray([[1, 3],
                   [0, 1]], dtype=int64)
     """
-    return result(npl.matrix_power(host(x), n), x._device)
+    return result(npl.matrix_power(host(x), n), dev_of(x))
 
 
 def matrix_rank(x: HostPtrArray, /, *, rtol: float | HostPtrArray | None = None) -> HostPtrArray:
@@ -279,7 +279,7 @@ def qr(x: HostPtrArray, /, *, mode: Literal["reduced", "complete"] = "reduced") 
     if mode not in ("reduced", "complete"):
         raise ValueError(f"mode must be 'reduced' or 'complete', not {mode!r}")
     q, r = npl.qr(_float(host(x)), mode=mode)
-    return QRResult(result(q, x._device), result(r, x._device))
+    return QRResult(result(q, dev_of(x)), result(r, dev_of(x)))
 
 
 def slogdet(x: HostPtrArray, /) -> SlogdetResult:
@@ -292,7 +292,7 @@ def slogdet(x: HostPtrArray, /) -> SlogdetResult:
     HostPtrArray(-1., dtype=float64)
     """
     sign, logabs = npl.slogdet(_float(host(x)))
-    return SlogdetResult(result(sign, x._device), result(logabs, x._device))
+    return SlogdetResult(result(sign, dev_of(x)), result(logabs, dev_of(x)))
 
 
 def solve(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
@@ -318,7 +318,7 @@ def svd(x: HostPtrArray, /, *, full_matrices: bool = True) -> SVDResult:
     HostPtrArray([4., 3.], dtype=float64)
     """
     u, s, vh = npl.svd(_float(host(x)), full_matrices=full_matrices)
-    d = x._device
+    d = dev_of(x)
     return SVDResult(result(u, d), result(s, d), result(vh, d))
 
 
@@ -331,7 +331,7 @@ def svdvals(x: HostPtrArray, /) -> HostPtrArray:
     >>> ha.linalg.svdvals(ha.asarray([[3.0, 0.0], [0.0, 4.0]]))
     HostPtrArray([4., 3.], dtype=float64)
     """
-    return result(npl.svdvals(_float(host(x))), x._device)
+    return result(npl.svdvals(_float(host(x))), dev_of(x))
 
 
 def trace(x: HostPtrArray, /, *, offset: int = 0, dtype: Any = None) -> HostPtrArray:
@@ -344,7 +344,7 @@ def trace(x: HostPtrArray, /, *, offset: int = 0, dtype: Any = None) -> HostPtrA
     >>> ha.linalg.trace(ha.asarray([[1, 2], [3, 4]]))
     HostPtrArray(5, dtype=int64)
     """
-    return result(npl.trace(host(x), offset=offset, dtype=dtype), x._device)
+    return result(npl.trace(host(x), offset=offset, dtype=dtype), dev_of(x))
 
 
 def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,
@@ -361,4 +361,4 @@ def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None
     a = _float(host(x))
     r = npl.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)
     real = np.finfo(a.dtype).dtype  # the norm of a complex array is real, same precision
-    return result(np.asarray(r).astype(real, copy=False), x._device)
+    return result(np.asarray(r).astype(real, copy=False), dev_of(x))

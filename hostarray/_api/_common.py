@@ -16,7 +16,7 @@ from .._devices import HOST, Device
 from .._devices import device as _parse_device
 from .._storage import Storage
 
-__all__ = ["HostPtrArray", "host", "result", "join_devices", "device_of", "out_device",
+__all__ = ["HostPtrArray", "dev_of", "host", "result", "join_devices", "device_of", "out_device",
            "as_host", "normalize_axis", "ndarray"]
 
 ndarray = np.ndarray
@@ -28,6 +28,8 @@ def host(x: HostPtrArray) -> np.ndarray:
     if type(x) is not HostPtrArray:
         if isinstance(x, HostPtrArray):
             return x._host()
+        if isinstance(x, (np.ndarray, np.generic, *_SCALARS)):
+            return np.asarray(x)  # numpy input is accepted (host memory, host result)
         raise TypeError(f"expected a hostarray array, got {type(x).__name__}")
     s = x._s
     if s.host_stale:
@@ -43,6 +45,11 @@ def as_host(x: Any) -> Any:
             s.sync_for_host_read()
         return x._a
     return x
+
+
+def dev_of(x: Any) -> Device:
+    """``x``'s device (the host for numpy input)."""
+    return x._device if isinstance(x, HostPtrArray) else HOST
 
 
 def join_devices(d1: Device, d2: Device) -> Device:

@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, _new, wrap
+from .._array import HostPtrArray, wrap
 from .._devices import HOST
 from .._storage import Storage
 from ._common import join_devices
 
 HPA = HostPtrArray
+_alloc = object.__new__  # HostPtrArray.__init__ refuses direct construction
 ndarray = np.ndarray
 _PY_SCALARS = (bool, int, float, complex)
 _OTHER_OPERANDS = (np.ndarray, np.generic)
@@ -179,7 +180,9 @@ def _make_unary(fn: Any) -> Any:
         else:
             raise _operand_error(x)
         if type(r) is ndarray and d is HOST:
-            return _new(r, Storage(r), HOST)
+            o = _alloc(HPA)
+            o._a, o._s, o._device = r, Storage(r), HOST
+            return o
         return wrap(r, d)
     return unary
 
@@ -216,7 +219,9 @@ def _make_binary(fn: Any) -> Any:
             a, b, d = x1, x2, HOST
         r = fn(a, b)
         if type(r) is ndarray and d is HOST:
-            return _new(r, Storage(r), HOST)
+            o = _alloc(HPA)
+            o._a, o._s, o._device = r, Storage(r), HOST
+            return o
         return wrap(r, d)
     return binary
 
@@ -241,7 +246,9 @@ def _make_operator(fn: Any) -> Any:
             return NotImplemented
         r = fn(a, b)
         if type(r) is ndarray and d is HOST:
-            return _new(r, Storage(r), HOST)
+            o = _alloc(HPA)
+            o._a, o._s, o._device = r, Storage(r), HOST
+            return o
         return wrap(r, d)
     return op
 
@@ -257,7 +264,9 @@ def _make_reflected(fn: Any) -> Any:
         else:
             return NotImplemented
         if type(r) is ndarray and d is HOST:
-            return _new(r, Storage(r), HOST)
+            o = _alloc(HPA)
+            o._a, o._s, o._device = r, Storage(r), HOST
+            return o
         return wrap(r, d)
     return rop
 
@@ -298,7 +307,9 @@ def _make_unary_operator(fn: Any) -> Any:
         r = fn(self._a)
         d = self._device
         if type(r) is ndarray and d is HOST:
-            return _new(r, Storage(r), HOST)
+            o = _alloc(HPA)
+            o._a, o._s, o._device = r, Storage(r), HOST
+            return o
         return wrap(r, d)
     return op
 

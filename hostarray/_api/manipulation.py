@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray, _view
-from ._common import device_of, host, result
+from ._common import dev_of, device_of, host, result
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims",
            "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
@@ -21,7 +21,7 @@ def _same_memory_view(x: HostPtrArray, r: np.ndarray) -> HostPtrArray:
     """``r`` as a view of ``x`` if it is one, else as a new array on ``x``'s device."""
     if r.base is not None and np.may_share_memory(r, x._a):
         return _view(x, r)
-    return result(r, x._device)
+    return result(r, dev_of(x))
 
 
 def broadcast_arrays(*arrays: HostPtrArray) -> tuple[HostPtrArray, ...]:
@@ -165,7 +165,7 @@ def reshape(x: HostPtrArray, /, shape: tuple[int, ...], *,
     """
     a = host(x)
     if copy:
-        return result(np.reshape(a, shape, copy=True), x._device)
+        return result(np.reshape(a, shape, copy=True), dev_of(x))
     r = np.reshape(a, shape, copy=copy)
     return _same_memory_view(x, r)
 
@@ -180,7 +180,7 @@ def roll(x: HostPtrArray, /, shift: int | tuple[int, ...], *,
     >>> ha.roll(ha.asarray([1, 2, 3]), 1)
     HostPtrArray([3, 1, 2], dtype=int64)
     """
-    return result(np.roll(host(x), shift, axis=axis), x._device)
+    return result(np.roll(host(x), shift, axis=axis), dev_of(x))
 
 
 def squeeze(x: HostPtrArray, /, axis: int | tuple[int, ...]) -> HostPtrArray:
@@ -219,7 +219,7 @@ def tile(x: HostPtrArray, repetitions: tuple[int, ...], /) -> HostPtrArray:
     >>> ha.tile(ha.asarray([1, 2]), (2,))
     HostPtrArray([1, 2, 1, 2], dtype=int64)
     """
-    return result(np.tile(host(x), repetitions), x._device)
+    return result(np.tile(host(x), repetitions), dev_of(x))
 
 
 def unstack(x: HostPtrArray, /, *, axis: int = 0) -> tuple[HostPtrArray, ...]:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import as_host, device_of, host, result
+from ._common import as_host, dev_of, device_of, host, result
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 
@@ -22,7 +22,7 @@ def argmax(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmax(ha.asarray([1, 5, 5]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(np.argmax(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.argmax(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def argmin(x: HostPtrArray, /, *, axis: int | None = None,
@@ -35,7 +35,7 @@ def argmin(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmin(ha.asarray([3, 1, 1]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(np.argmin(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.argmin(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def count_nonzero(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,
@@ -49,7 +49,7 @@ def count_nonzero(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = No
     HostPtrArray(2, dtype=int64)
     """
     r = np.count_nonzero(host(x), axis=axis, keepdims=keepdims)
-    return result(np.asarray(r, dtype=np.int64), x._device)
+    return result(np.asarray(r, dtype=np.int64), dev_of(x))
 
 
 def nonzero(x: HostPtrArray, /) -> tuple[HostPtrArray, ...]:
@@ -64,7 +64,7 @@ def nonzero(x: HostPtrArray, /) -> tuple[HostPtrArray, ...]:
     a = host(x)
     if a.ndim == 0:
         raise ValueError("nonzero is not defined for zero-dimensional arrays")
-    return tuple(result(i, x._device) for i in np.nonzero(a))
+    return tuple(result(i, dev_of(x)) for i in np.nonzero(a))
 
 
 def searchsorted(x1: HostPtrArray, x2: HostPtrArray | int | float, /, *,

@@ -1,4 +1,8 @@
-"""Set functions of the array API standard (NaNs are distinct values, as specified)."""
+"""Set functions of the array API standard.
+
+NaNs are distinct values, as specified; unique values come out sorted (the
+standard leaves the order open; numpy's ``unique_values`` no longer sorts).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import as_host, device_of, host, result
+from ._common import as_host, dev_of, device_of, host, result
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]
@@ -46,10 +50,12 @@ def unique_all(x: HostPtrArray, /) -> UniqueAllResult:
     >>> r.values, r.counts
     (HostPtrArray([1, 3], dtype=int64), HostPtrArray([1, 2], dtype=int64))
     """
-    r = np.unique_all(host(x))
-    d = x._device
-    return UniqueAllResult(result(r.values, d), result(r.indices, d),
-                           result(r.inverse_indices, d), result(r.counts, d))
+    a = host(x)
+    v, i, inv, c = np.unique(a, return_index=True, return_inverse=True, return_counts=True,
+                             equal_nan=False)
+    d = dev_of(x)
+    return UniqueAllResult(result(v, d), result(i, d), result(inv.reshape(a.shape), d),
+                           result(c, d))
 
 
 def unique_counts(x: HostPtrArray, /) -> UniqueCountsResult:
@@ -61,9 +67,9 @@ def unique_counts(x: HostPtrArray, /) -> UniqueCountsResult:
     >>> ha.unique_counts(ha.asarray([2, 2, 5])).counts
     HostPtrArray([2, 1], dtype=int64)
     """
-    r = np.unique_counts(host(x))
-    d = x._device
-    return UniqueCountsResult(result(r.values, d), result(r.counts, d))
+    v, c = np.unique(host(x), return_counts=True, equal_nan=False)
+    d = dev_of(x)
+    return UniqueCountsResult(result(v, d), result(c, d))
 
 
 def unique_inverse(x: HostPtrArray, /) -> UniqueInverseResult:
@@ -75,9 +81,10 @@ def unique_inverse(x: HostPtrArray, /) -> UniqueInverseResult:
     >>> ha.unique_inverse(ha.asarray([5, 2, 5])).inverse_indices
     HostPtrArray([1, 0, 1], dtype=int64)
     """
-    r = np.unique_inverse(host(x))
-    d = x._device
-    return UniqueInverseResult(result(r.values, d), result(r.inverse_indices, d))
+    a = host(x)
+    v, inv = np.unique(a, return_inverse=True, equal_nan=False)
+    d = dev_of(x)
+    return UniqueInverseResult(result(v, d), result(inv.reshape(a.shape), d))
 
 
 def unique_values(x: HostPtrArray, /) -> HostPtrArray:
@@ -89,7 +96,7 @@ def unique_values(x: HostPtrArray, /) -> HostPtrArray:
     >>> ha.unique_values(ha.asarray([3, 1, 3]))
     HostPtrArray([1, 3], dtype=int64)
     """
-    return result(np.unique_values(host(x)), x._device)
+    return result(np.unique(host(x), equal_nan=False), dev_of(x))
 
 
 def isin(x1: HostPtrArray | int, x2: HostPtrArray | int, /, *,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import host, result
+from ._common import dev_of, host, result
 
 __all__ = ["argsort", "sort"]
 
@@ -24,13 +24,13 @@ def argsort(x: HostPtrArray, /, *, axis: int = -1, descending: bool = False,
     a = host(x)
     kind = "stable" if stable else None
     if not descending:
-        return result(np.argsort(a, axis=axis, kind=kind), x._device)
+        return result(np.argsort(a, axis=axis, kind=kind), dev_of(x))
     if a.ndim == 0:
-        return result(np.argsort(a, axis=axis, kind=kind), x._device)
+        return result(np.argsort(a, axis=axis, kind=kind), dev_of(x))
     # sorting the reversed array ascending and reversing back keeps ties in order
     n = a.shape[axis]
     r = np.flip(np.argsort(np.flip(a, axis=axis), axis=axis, kind=kind), axis=axis)
-    return result(np.subtract(n - 1, r, dtype=r.dtype), x._device)
+    return result(np.subtract(n - 1, r, dtype=r.dtype), dev_of(x))
 
 
 def sort(x: HostPtrArray, /, *, axis: int = -1, descending: bool = False,
@@ -47,4 +47,4 @@ def sort(x: HostPtrArray, /, *, axis: int = -1, descending: bool = False,
     r = np.sort(a, axis=axis, kind="stable" if stable else None)
     if descending:
         r = np.flip(r, axis=axis).copy()
-    return result(r, x._device)
+    return result(r, dev_of(x))

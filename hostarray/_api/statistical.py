@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import host, result
+from ._common import dev_of, host, result
 
 __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
            "var"]
@@ -24,7 +24,7 @@ def max(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.max(ha.asarray([[1, 5], [3, 2]]), axis=0)
     HostPtrArray([3, 5], dtype=int64)
     """
-    return result(np.max(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.max(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def min(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:  # noqa: A001
@@ -36,7 +36,7 @@ def min(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.min(ha.asarray([[1, 5], [3, 2]]), axis=1)
     HostPtrArray([1, 2], dtype=int64)
     """
-    return result(np.min(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.min(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def mean(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:
@@ -48,7 +48,7 @@ def mean(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Ho
     >>> ha.mean(ha.asarray([1.0, 2.0, 6.0]))
     HostPtrArray(3., dtype=float64)
     """
-    return result(np.mean(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.mean(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def prod(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,
@@ -62,7 +62,7 @@ def prod(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,
     >>> ha.prod(ha.asarray([1, 2, 3, 4], dtype=ha.int8))
     HostPtrArray(24, dtype=int64)
     """
-    return result(np.prod(host(x), axis=axis, dtype=dtype, keepdims=keepdims), x._device)
+    return result(np.prod(host(x), axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
 
 
 def sum(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,  # noqa: A001
@@ -76,7 +76,7 @@ def sum(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,  # noqa: A0
     >>> ha.sum(ha.asarray([[1, 2], [3, 4]]), axis=0)
     HostPtrArray([4, 6], dtype=int64)
     """
-    return result(np.sum(host(x), axis=axis, dtype=dtype, keepdims=keepdims), x._device)
+    return result(np.sum(host(x), axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
 
 
 def std(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
@@ -89,7 +89,7 @@ def std(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.std(ha.asarray([1.0, 3.0]))
     HostPtrArray(1., dtype=float64)
     """
-    return result(np.std(host(x), axis=axis, ddof=correction, keepdims=keepdims), x._device)
+    return result(np.std(host(x), axis=axis, ddof=correction, keepdims=keepdims), dev_of(x))
 
 
 def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
@@ -102,7 +102,7 @@ def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.var(ha.asarray([1.0, 3.0]), correction=1)
     HostPtrArray(2., dtype=float64)
     """
-    return result(np.var(host(x), axis=axis, ddof=correction, keepdims=keepdims), x._device)
+    return result(np.var(host(x), axis=axis, ddof=correction, keepdims=keepdims), dev_of(x))
 
 
 def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,
@@ -114,7 +114,7 @@ def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,
         if a.ndim == 0:
             raise ValueError("cumulative functions need at least one dimension")
         axis = 0
-    return result(fn(a, axis=axis, dtype=dtype, include_initial=include_initial), x._device)
+    return result(fn(a, axis=axis, dtype=dtype, include_initial=include_initial), dev_of(x))
 
 
 def cumulative_sum(x: HostPtrArray, /, *, axis: int | None = None, dtype: Any = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import device_of, host, result
+from ._common import dev_of, device_of, host, result
 
 __all__ = ["all", "any", "diff"]
 
@@ -20,7 +20,7 @@ def all(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.all(ha.asarray([1, 0, 2]))
     HostPtrArray(False, dtype=bool)
     """
-    return result(np.all(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.all(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
@@ -33,7 +33,7 @@ def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.any(ha.asarray([0, 0, 2]))
     HostPtrArray(True, dtype=bool)
     """
-    return result(np.any(host(x), axis=axis, keepdims=keepdims), x._device)
+    return result(np.any(host(x), axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def diff(x: HostPtrArray, /, *, axis: int = -1, n: int = 1,
