@@ -31,17 +31,15 @@ __all__: list[str] = []
 # -- implementations where numpy differs from the standard ----------------------------------
 
 def _floor_divide(a: Any, b: Any) -> Any:
-    r = np.floor_divide(a, b)
-    if r.dtype.kind == "f":
-        # numpy pairs // with % (Python's rule); the standard prefers floor(x1 / x2)
-        # when an operand is infinite: inf // 2 is inf, 1 // -inf is -0.
-        inf = np.isinf(a) | np.isinf(b)
-        if inf.any():
-            fixed = np.floor(np.divide(a, b))
-            if r.ndim == 0:
-                return fixed
-            np.copyto(r, fixed, where=inf)
-    return r
+    if np.result_type(a, b).kind != "f":
+        return np.floor_divide(a, b)
+    # numpy pairs // with % (Python's rule); the standard prefers floor(x1 / x2)
+    # when an operand is infinite: inf // 2 is inf, 1 // -inf is -0.
+    inf = np.isinf(a) | np.isinf(b)
+    if not inf.any():
+        return np.floor_divide(a, b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(inf, np.floor(np.divide(a, b)), np.floor_divide(a, b))
 
 
 def _expm1(x: np.ndarray) -> Any:
