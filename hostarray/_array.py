@@ -230,10 +230,6 @@ class HostPtrArray:
     def __deepcopy__(self, memo: dict[int, Any]) -> HostPtrArray:
         return _interop.deepcopy(self, memo)
 
-    def __getattr__(self, name: str) -> Any:
-        # numpy's ndarray methods (reshape, sum, astype, ...): see _interop.ndarray_attribute
-        return _interop.ndarray_attribute(self, name)
-
     def tolist(self) -> Any:
         """The elements as nested Python lists of Python scalars (as ``numpy.ndarray.tolist``).
 
@@ -369,4 +365,5 @@ def _is_whole(key: Any) -> bool:
     return False
 
 
-from . import _interop  # noqa: E402  (it builds on the names above)
+from . import _interop  # noqa: E402  (it builds on the names above; it also adds
+#                                    numpy ndarray methods such as x.reshape and x.sum)

@@ -26,7 +26,7 @@ from ._devices import device as _parse_device
 from ._errors import HostPtrError
 from ._storage import Storage, address_of, aligned_empty
 
-__all__ = ["from_dlpack", "ndarray_attribute", "array", "array_ufunc", "array_function",
+__all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "array_function",
            "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",
            "contains", "format_array", "result_device"]
 
@@ -480,13 +480,29 @@ _ATTRIBUTES: dict[str, Callable[[HostPtrArray], Any]] = {
 }
 
 
-def ndarray_attribute(x: HostPtrArray, name: str) -> Any:
-    """numpy's ``ndarray`` methods and attributes that HostPtrArray lacks (``x.reshape``,
-    ``x.sum``, ``x.astype``, ``x.real`` ...), on host views with results wrapped back."""
-    f = _METHODS.get(name)
-    if f is not None:
-        return lambda *args, **kwargs: f(x, *args, **kwargs)
-    g = _ATTRIBUTES.get(name)
-    if g is not None:
-        return g(x)
-    raise AttributeError(f"'HostPtrArray' object has no attribute {name!r}")
+def _method(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: HostPtrArray, *args: Any, **kwargs: Any) -> Any:
+        return f(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"numpy's ``ndarray.{name}``, on the host data; array results are "
+                      f"HostPtrArrays on the same device.")
+    return method
+
+
+def install_ndarray_methods(cls: type) -> None:
+    """Give ``cls`` numpy's ``ndarray`` methods and attributes it lacks (``x.reshape``,
+    ``x.sum``, ``x.astype``, ``x.real`` ...), on host views with results wrapped back.
+
+    Real class attributes, not ``__getattr__``: numpy probes arrays for missing
+    attributes (``__array_interface__``...) on every conversion, and a Python
+    ``__getattr__`` would slow each probe down."""
+    for name, f in _METHODS.items():
+        if name not in cls.__dict__:
+            setattr(cls, name, _method(name, f))
+    for name, g in _ATTRIBUTES.items():
+        if name not in cls.__dict__:
+            setattr(cls, name, property(g, doc=f"numpy's ``ndarray.{name}``."))
+
+
+install_ndarray_methods(HostPtrArray)
