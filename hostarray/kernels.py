@@ -226,7 +226,9 @@ class Kernel:
                 buf = ensure_buffer(arg, dev)
                 values.append((buf, off, a.nbytes))
                 u = uses.setdefault(id(s), [s, False, False])
-                u[1] |= mode != WRITE
+                # write-only skips the publish only when the kernel overwrites the whole
+                # storage: elsewhere the device copy must hold the host's bytes
+                u[1] |= mode != WRITE or a.nbytes != s.nbytes
                 u[2] |= mode != READ
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
