@@ -101,6 +101,9 @@ def client():
                                            host="127.0.0.1", dashboard_address=None,
                                            worker_dashboard_address=None)
     c = distributed.Client(cluster)
+    workers = c.scheduler_info()["workers"]
+    assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+    assert all(w.startswith("tcp://127.0.0.1:") for w in workers), workers  # loopback only
     try:
         yield c
     finally:

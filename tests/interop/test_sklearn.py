@@ -150,6 +150,16 @@ def test_fitted_attributes_are_hostptrarrays() -> None:
     np.testing.assert_allclose(np.asarray(s.mean_), X.mean(axis=0))
 
 
+def test_without_dispatch_sklearn_converts_through_numpy() -> None:
+    with sklearn.config_context(array_api_dispatch=False):
+        want = pre.StandardScaler().fit_transform(X)
+        got = pre.StandardScaler().fit_transform(ha.asarray(X))
+        proba = LogisticRegression().fit(ha.asarray(X), ha.asarray(LABELS)).predict_proba(X)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, want)
+    assert proba.shape == (60, 2)
+
+
 # -- inputs whose newest data is on the OpenCL device ----------------------------------------------
 
 SRC = r"""
