@@ -42,7 +42,8 @@ def device_report() -> dict[str, Any]:
     Returns
     -------
     dict
-        ``{"devices": [...], "left_out": [...], "default": str, "link_forced": str | None}``;
+        ``{"devices": [...], "left_out": [...], "default": str | None, "link_forced": str |
+        None}`` (and ``default_error`` when ``HOSTARRAY_DEVICE`` names no device here);
         each device has ``device, framework, name, type, alignment, max_alloc,
         host_unified, link, default`` (and ``platform``, ``driver`` for OpenCL).
 
@@ -55,7 +56,13 @@ def device_report() -> dict[str, Any]:
     """
     import hostarray as ha
 
-    default = ha.default_device()
+    from ._errors import HostPtrError
+
+    try:
+        default: Any = ha.default_device()
+        default_error = None
+    except HostPtrError as e:  # a bad HOSTARRAY_DEVICE: still list what is here
+        default, default_error = None, str(e)
     forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
     rows = []
     for d in ha.devices():
@@ -76,8 +83,12 @@ def device_report() -> dict[str, Any]:
                 row["link_error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
     left = [{"device": s, "name": n, "why": w} for s, n, w in ha._devices.left_out_devices()]
-    return {"devices": rows, "left_out": left, "default": str(default),
-            "link_forced": forced if forced and forced != "auto" else None}
+    report = {"devices": rows, "left_out": left,
+              "default": None if default is None else str(default),
+              "link_forced": forced if forced and forced != "auto" else None}
+    if default_error is not None:
+        report["default_error"] = default_error
+    return report
 
 
 def _size(n: int | None) -> str:
@@ -104,7 +115,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     report = device_report()
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
+        return 0 if report["default"] is not None else 2
     header = ["device", "framework", "type", "link", "alignment", "max alloc", "unified",
               "default", "name"]
     rows = []
@@ -130,6 +141,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
         print("link: found by a probe kernel; shared = the device works on the host bytes, "
               "mapped = the\n      driver mirrors them and copies on each publish/acquire")
     opencl = [r["device"] for r in report["devices"] if r["framework"] == "opencl"]
+    if report["default"] is None:
+        print(f"default: HOSTARRAY_DEVICE is wrong: {report['default_error']}")
+        return 2
     kernels = (report["default"] if report["default"] != "cpu"
                else (opencl[0] if opencl else "none"))
     print(f"default: {report['default']} (arrays); kernels and `hostarray demo`: {kernels}; "

@@ -230,9 +230,13 @@ def run_demo(device: str | None = None, size: int = 1 << 22, repeat: int = 3,
 
     t_start = time.perf_counter()
     dev = _pick_device(device)
-    if dev is None or dev.framework != "opencl":
+    if dev is None:
         say("hostarray demo needs an OpenCL device and found none: install one (e.g. "
             "`apt-get install pocl-opencl-icd`); `hostarray devices` lists what was found")
+        return 2
+    if dev.framework != "opencl":
+        say(f"{dev} is the host; the demo runs kernels, so it needs an OpenCL device: pick one "
+            f"from `hostarray devices` (e.g. --device opencl)")
         return 2
     signal = make_signal(size)
     nbytes = signal.nbytes

@@ -104,3 +104,19 @@ def test_demo_checks_against_numpy_and_counts_transfers(cl_device: ha.Device) ->
     else:  # every publish and acquire moves the whole signal
         assert mib == pytest.approx((publishes + acquires) * size * 4 / 2**20, abs=0.05)
     assert f"host link: {link}" in out
+
+
+@pytest.mark.device
+def test_devices_with_a_wrong_default_still_lists_devices(cl_device: ha.Device) -> None:
+    r = run_cli("devices", "--json", env={"HOSTARRAY_DEVICE": "opencl:97:0"})
+    assert r.returncode == 2
+    report = json.loads(r.stdout)
+    assert report["default"] is None and "opencl:97:0" in report["default_error"]
+    assert str(cl_device) in {d["device"] for d in report["devices"]}
+    assert not any(d["default"] for d in report["devices"])
+
+
+def test_demo_on_the_host_says_it_needs_an_opencl_device() -> None:
+    r = run_cli("demo", "--device", "cpu")
+    assert r.returncode == 2
+    assert "needs an OpenCL device" in r.stdout and "Traceback" not in r.stderr
