@@ -65,6 +65,21 @@ def test_asarray_shares_memory_and_copy_rules() -> None:
     np.testing.assert_array_equal(np.asarray(x, dtype=np.int64), a.astype(np.int64))
 
 
+def test_asarray_allocates_nothing_at_64_mib() -> None:
+    import tracemalloc
+
+    x = ha.zeros(8 * 2**20)  # 64 MiB
+    tracemalloc.start()
+    try:
+        v = np.asarray(x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert v.nbytes == 64 * 2**20
+    assert peak < 64 * 2**10  # bookkeeping only: no copy of the data
+    assert ha.stats().bytes_moved == 0
+
+
 def test_asarray_is_an_escape_while_the_view_lives() -> None:
     x = ha.zeros(8)
     v = np.asarray(x)
@@ -262,6 +277,45 @@ def test_foreign_array_types_are_left_to_their_library() -> None:
 
     assert np.add(ha.zeros(2), Other()) == "other"
     assert np.concatenate([ha.zeros(2), Other()]) == "other"
+
+
+METHODS = {
+    "reshape": lambda a: a.reshape(3, 4), "reshape_tuple": lambda a: a.reshape((2, 6)),
+    "transpose": lambda a: a.transpose(), "transpose_axes": lambda a: a.transpose(1, 0),
+    "sum": lambda a: a.sum(), "sum_axis": lambda a: a.sum(axis=0),
+    "mean": lambda a: a.mean(axis=1), "std": lambda a: a.std(), "var": lambda a: a.var(0),
+    "min": lambda a: a.min(), "max": lambda a: a.max(axis=1), "argmax": lambda a: a.argmax(),
+    "any": lambda a: a.any(), "all": lambda a: a.all(axis=0), "cumsum": lambda a: a.cumsum(),
+    "prod": lambda a: a.prod(axis=1), "ravel": lambda a: a.ravel(),
+    "flatten": lambda a: a.flatten(), "squeeze": lambda a: a[:1].squeeze(),
+    "astype": lambda a: a.astype(np.int32), "copy": lambda a: a.copy(),
+    "clip": lambda a: a.clip(1, 5), "round": lambda a: (a / 3).round(2),
+    "dot": lambda a: a.dot(a.T), "nonzero": lambda a: a.nonzero(),
+    "argsort": lambda a: a.argsort(axis=0), "take": lambda a: a.take([0, 2], axis=1),
+    "repeat": lambda a: a.repeat(2, axis=0), "diagonal": lambda a: a.diagonal(),
+    "trace": lambda a: a.trace(), "swapaxes": lambda a: a.swapaxes(0, 1),
+    "conj": lambda a: a.conj(), "real": lambda a: a.real, "imag": lambda a: a.imag,
+    "itemsize": lambda a: a.itemsize, "view": lambda a: a.view(np.int64),
+    "searchsorted": lambda a: a.ravel().searchsorted([2.5, 7.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_ndarray_methods_match_numpy(name) -> None:
+    a = (np.arange(12.0).reshape(4, 3) * 7) % 11
+    assert_same(METHODS[name](ha.asarray(a.copy())), METHODS[name](a))
+
+
+def test_in_place_ndarray_methods() -> None:
+    a = np.array([[3.0, 1.0], [0.0, 2.0]])
+    x = ha.asarray(a.copy())
+    x.sort(axis=1)
+    np.testing.assert_array_equal(np.asarray(x), np.sort(a, axis=1))
+    x.fill(4.0)
+    np.testing.assert_array_equal(np.asarray(x), np.full((2, 2), 4.0))
+    v = x.reshape(4)
+    v[0] = -1.0  # reshape is a view of the same storage, as in numpy
+    assert float(np.asarray(x)[0, 0]) == -1.0
 
 
 # -- Python conveniences -----------------------------------------------------------------------
