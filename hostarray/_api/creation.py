@@ -1,4 +1,7 @@
-"""Creation functions of the array API standard."""
+"""Creation functions of the array API standard.
+
+``from_dlpack`` lives with the other DLPack code in :mod:`hostarray._interop`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from .._devices import HOST, Device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
 
-__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
 
 
@@ -334,18 +337,3 @@ def triu(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
     """
     return wrap(np.triu(x._host(), k=k), x._device)
 
-
-def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> HostPtrArray:
-    """An array over the memory of any DLPack exporter (a copy only if ``copy=True``
-    or the memory can't be shared with ``device``).
-
-    Examples
-    --------
-    >>> import numpy as np, hostarray as ha
-    >>> ha.from_dlpack(np.arange(3))
-    HostPtrArray([0, 1, 2], dtype=int64)
-    """
-    if isinstance(x, HostPtrArray):
-        return asarray(x, device=device, copy=copy)
-    a = np.from_dlpack(x, copy=copy)
-    return asarray(a, device=device, copy=False if copy is False else None)

@@ -148,6 +148,8 @@ def repeat(x: HostPtrArray, repeats: int | HostPtrArray, /, *,
     """
     dev = device_of(x, repeats)
     r = repeats._host() if isinstance(repeats, HostPtrArray) else repeats
+    if isinstance(r, np.ndarray) and r.dtype == np.uint64:
+        r = r.astype(np.int64)  # numpy refuses uint64 counts (no safe cast to intp)
     return result(np.repeat(host(x), r, axis=axis), dev)
 
 
