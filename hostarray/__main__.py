@@ -166,6 +166,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(args)
 
 
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hostarray", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,9 +182,9 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("demo", help="numpy -> kernel -> numpy pipeline, with the bytes saved")
     m.add_argument("--device", default=None, help="device to run on (default: "
                    "HOSTARRAY_DEVICE, else the first OpenCL device)")
-    m.add_argument("--size", type=int, default=1 << 22, help="signal length in float32 "
+    m.add_argument("--size", type=_positive_int, default=1 << 22, help="signal length in float32 "
                    "elements (default: 4194304 = 16 MiB)")
-    m.add_argument("--repeat", type=int, default=3, help="timed runs of each pipeline; "
+    m.add_argument("--repeat", type=_positive_int, default=3, help="timed runs of each pipeline; "
                    "the best is shown (default: 3)")
     m.set_defaults(func=cmd_demo)
     b = sub.add_parser("bench", help="measure attach, round trip and laziness on a device")
