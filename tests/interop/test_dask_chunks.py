@@ -64,6 +64,30 @@ def test_elementwise_and_reductions_on_threads(threads) -> None:
                                              [25, 50]).compute(), rtol=1e-6)
 
 
+DASK_OPS = {
+    "argmax": lambda d: da.argmax(d, axis=0),
+    "nanmean": lambda d: da.nanmean(d, axis=0),
+    "cumsum": lambda d: d.cumsum(axis=1),
+    "einsum": lambda d: da.einsum("ij,ij->i", d, d),
+    "tensordot": lambda d: da.tensordot(d, d.T, axes=1),
+    "rechunk": lambda d: d.rechunk((6, 1)),
+    "where": lambda d: da.where(d > 3, d, 0),
+    "astype": lambda d: d.astype(np.float64),
+    "histogram": lambda d: da.histogram(d, bins=3, range=(0, 7))[0],
+    "qr-r": lambda d: abs(da.linalg.qr(d.T.rechunk((8, 6)))[1]),
+    "var": lambda d: d.var(axis=0),
+    "clip": lambda d: da.clip(d, 1, 5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DASK_OPS))
+def test_more_dask_operations_match_numpy_chunks(threads, name) -> None:
+    f = DASK_OPS[name]
+    want = f(da.from_array(A, chunks=(3, 4))).compute()
+    got = f(da.from_array(ha.asarray(A.copy()), chunks=(3, 4))).compute()
+    _check(got, want, rtol=1e-5)
+
+
 def _launch_per_block(block):
     """One kernel launch per block, on the block's own device."""
     prg = ha.Program(SRC, device=block.device)
