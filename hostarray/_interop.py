@@ -32,13 +32,11 @@ __all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "ar
 
 KDL_CPU = 1  # DLPack's device type for host memory
 
-_PY_SCALARS = (int, float, complex, bool)
-
-
 # -- devices -----------------------------------------------------------------------------------
 
 def result_device(objs: Any) -> Device:
-    """The device results go to: the one non-host device among ``objs``' arrays, else the host.
+    """The device results go to: the one non-host device among ``objs``' arrays (looking
+    into lists and tuples), else the host.
 
     Raises ``ValueError`` when arrays on two different non-host devices meet.
     """
@@ -46,18 +44,15 @@ def result_device(objs: Any) -> Device:
     for o in objs:
         if isinstance(o, HostPtrArray):
             d = o._device
-            if d.framework != "host" and d != dev:
-                if dev.framework != "host":
-                    raise ValueError(f"arrays on two devices ({dev} and {d}) in one call; move "
-                                     f"one with x.to_device(...) first")
-                dev = d
         elif isinstance(o, (list, tuple)):
             d = result_device(o)
-            if d.framework != "host" and d != dev:
-                if dev.framework != "host":
-                    raise ValueError(f"arrays on two devices ({dev} and {d}) in one call; move "
-                                     f"one with x.to_device(...) first")
-                dev = d
+        else:
+            continue
+        if d.framework != "host" and d != dev:
+            if dev.framework != "host":
+                raise ValueError(f"arrays on two devices ({dev} and {d}) in one call; move "
+                                 f"one with x.to_device(...) first")
+            dev = d
     return dev
 
 
@@ -332,8 +327,8 @@ def from_dlpack(x: Any, /, *, device: Device | str | None = None,
     >>> ha.from_dlpack(a, copy=True)[0, 1]
     HostPtrArray(1., dtype=float64)
     """
-    dev = HOST if device is None else _parse_device(device)
-    if isinstance(x, HostPtrArray):
+    if isinstance(x, HostPtrArray):  # device=None keeps x's device, as the standard says
+        dev = x._device if device is None else _parse_device(device)
         if copy:
             return wrap(aligned_copy(x._host()), dev)
         if dev == x._device:
@@ -341,6 +336,7 @@ def from_dlpack(x: Any, /, *, device: Device | str | None = None,
         if copy is False and dev.framework != "host" and not _shares_ok(x._s, dev):
             raise BufferError(f"this array's memory can't be shared with {dev} without a copy")
         return x.to_device(dev)
+    dev = HOST if device is None else _parse_device(device)
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"a {type(x).__name__} does not implement __dlpack__; convert it with "
                         f"ha.asarray")

@@ -169,6 +169,16 @@ def test_from_dlpack_onto_a_device_zero_copy_when_aligned(cl_device) -> None:
 
 
 @pytest.mark.device
+def test_from_dlpack_of_a_hostptrarray_keeps_its_device(cl_device) -> None:
+    x = ha.zeros(16, device=cl_device)
+    assert ha.from_dlpack(x) is x
+    c = ha.from_dlpack(x, copy=True)
+    assert c.device == cl_device and c._s is not x._s
+    h = ha.from_dlpack(x, device="cpu")
+    assert h.device == ha.device("cpu") and h._s is x._s
+
+
+@pytest.mark.device
 def test_export_acquires_the_device_writes_first(cl_device) -> None:
     prg = ha.Program("__kernel void fill(__global float *x, const float v) "
                      "{ x[get_global_id(0)] = v; }", device=cl_device)
