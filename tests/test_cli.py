@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,15 @@ def test_demo_on_the_host_says_it_needs_an_opencl_device() -> None:
     r = run_cli("demo", "--device", "cpu")
     assert r.returncode == 2
     assert "needs an OpenCL device" in r.stdout and "Traceback" not in r.stderr
+
+
+@pytest.mark.device
+def test_readme_devices_table_has_the_cli_columns(cl_device: ha.Device) -> None:
+    # the README pastes this command's output; its header must still be the command's
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Devices on this machine", 1)[1]
+    pasted = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    r = run_cli("devices")
+    assert r.returncode == 0, r.stderr
+    assert pasted[0].split() == r.stdout.splitlines()[0].split()
+    assert any(ln.startswith(str(cl_device)) for ln in pasted)
