@@ -120,10 +120,9 @@ def test_chunks_whose_newest_data_is_on_the_device(threads, cl_device) -> None:
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    with dask.config.set({"distributed.worker.daemon": False}):
-        cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                           host="127.0.0.1", dashboard_address=None,
-                                           worker_dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       host="127.0.0.1", dashboard_address=None,
+                                       worker_dashboard_address=None)
     c = distributed.Client(cluster)
     workers = c.scheduler_info()["workers"]
     assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
