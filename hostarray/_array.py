@@ -274,7 +274,10 @@ class HostPtrArray:
         key = _numpy_key(key)
         v = value._host() if isinstance(value, HostPtrArray) else value
         whole = _is_whole(key)
-        self._host_for_write(whole)[key] = v
+        # under the storage lock: a publish or acquire of the whole storage for another
+        # thread's launch must not interleave with this write (it would be lost)
+        with self._s.lock:
+            self._host_for_write(whole)[key] = v
 
     # -- printing ---------------------------------------------------------------------
     def __repr__(self) -> str:
