@@ -1,0 +1,189 @@
+"""Threads: host reads/writes and launches from several threads at once, on
+separate arrays and on one shared array.  No stale read, no lost write, no
+deadlock (every join has a timeout), no lost counter update."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+
+from .conftest import SPIN_SRC
+
+pytestmark = pytest.mark.device
+
+THREADS = 4
+JOIN_TIMEOUT = 120.0  # seconds; a thread still alive after it is a deadlock
+
+SRC = SPIN_SRC + r"""
+__kernel void swap_add(__global float *a, __global float *b, const float v) {
+    int i = get_global_id(0); float t = a[i]; a[i] = b[i] + v; b[i] = t + v;
+}
+"""
+
+
+def run_threads(targets: list[Callable[[], None]]) -> None:
+    """Run each target in its own thread; re-raise the first failure; fail on a hang."""
+    errors: list[BaseException] = []
+
+    def guard(f: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                f()
+            except BaseException as e:  # reported below, in the main thread
+                errors.append(e)
+        return run
+
+    threads = [threading.Thread(target=guard(f), daemon=True) for f in targets]
+    # switch threads every few bytecodes: races between a check and the access it
+    # guards (inside hostarray) show up within a few hundred iterations
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(JOIN_TIMEOUT)
+    finally:
+        sys.setswitchinterval(interval)
+    alive = [t.name for t in threads if t.is_alive()]
+    assert not alive, f"deadlock: threads {alive} still running after {JOIN_TIMEOUT} s"
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture()
+def prg(cl_device: ha.Device):
+    return ha.Program(SRC, device=cl_device)
+
+
+def test_separate_arrays_counters_add_up(prg, cl_device: ha.Device, thorough: bool) -> None:
+    """Each thread: whole host write -> launch -> read, on its own array.  Every
+    iteration needs exactly one publish, one launch and one acquire, so the
+    process-wide counters must equal the sum over the threads."""
+    rounds = 400 if thorough else 60
+    n = 4096
+    done = [0] * THREADS
+
+    def worker(t: int) -> Callable[[], None]:
+        def run() -> None:
+            rng = np.random.default_rng(t)
+            x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+            for _ in range(rounds):
+                data = rng.integers(-100, 100, n).astype(np.float32)
+                x[...] = ha.asarray(data)
+                prg.spin_add(n, x, float(t + 1), 50)
+                got = np.array(x, copy=True)
+                np.testing.assert_array_equal(got, data + (t + 1), f"thread {t}: stale read")
+                done[t] += 1
+        return run
+
+    ha.reset_stats()
+    run_threads([worker(t) for t in range(THREADS)])
+    s = ha.stats()
+    total = sum(done)
+    assert total == THREADS * rounds
+    assert (s.launches, s.publishes, s.acquires) == (total, total, total), s
+
+
+def test_shared_array_disjoint_regions(prg, cl_device: ha.Device, thorough: bool) -> None:
+    """Threads share one array; each owns an aligned region that it writes on
+    the host, updates with kernels and reads back.  A whole-storage publish or
+    acquire done for one thread must never undo another thread's write."""
+    rounds = 300 if thorough else 60
+    g = cl_device.alignment // 4
+    part = 8 * g
+    x = ha.zeros(THREADS * part, dtype=ha.float32, device=cl_device)
+
+    def worker(t: int) -> Callable[[], None]:
+        def run() -> None:
+            lo, hi = t * part, (t + 1) * part
+            model = np.zeros(part, np.float32)
+            rng = np.random.default_rng(100 + t)
+            for r in range(rounds):
+                op = rng.integers(0, 3)
+                if op == 0:
+                    v = float(rng.integers(-50, 50))
+                    x[lo:hi] = v
+                    model[:] = v
+                elif op == 1:
+                    k = int(rng.integers(0, part))
+                    x[lo + k] = float(r)
+                    model[k] = r
+                else:
+                    prg.spin_add(part, x[lo:hi], 1.0, int(rng.integers(0, 200)))
+                    model += 1
+                got = np.array(x[lo:hi], copy=True)
+                np.testing.assert_array_equal(got, model, f"thread {t} round {r}: lost write "
+                                                          f"or stale read")
+        return run
+
+    run_threads([worker(t) for t in range(THREADS)])
+
+
+def test_readers_never_see_older_than_issued(prg, cl_device: ha.Device, thorough: bool) -> None:
+    """One thread launches ``x += 1`` over and over; readers note how many
+    launches were issued, then read: every element must count at least that
+    many (a read after a launch sees it, from any thread)."""
+    launches = 300 if thorough else 80
+    n = 8192
+    x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    issued = [0]
+    finished = threading.Event()
+
+    def writer() -> None:
+        try:
+            for k in range(1, launches + 1):
+                prg.spin_add(n, x, 1.0, 20)
+                issued[0] = k  # after the launch call returned
+        finally:
+            finished.set()
+
+    def reader() -> None:
+        reads = 0
+        while not finished.is_set() or reads < 5:
+            k0 = issued[0]
+            got = np.array(x, copy=True)
+            assert got.min() >= k0, f"stale read: {got.min()} < {k0} launches issued before"
+            assert got.max() <= launches
+            reads += 1
+
+    run_threads([writer] + [reader] * (THREADS - 1))
+    np.testing.assert_array_equal(np.array(x, copy=True), np.full(n, launches, np.float32))
+
+
+def test_crossed_argument_orders_do_not_deadlock(prg, cl_device: ha.Device,
+                                                 thorough: bool) -> None:
+    """Threads launch on (a, b) and (b, a) and write a, b on the host at the
+    same time: launches lock storages in one global order, so none waits on
+    another forever.  The sums are checked at the end (swap_add keeps a+b
+    growing by 2 v)."""
+    rounds = 300 if thorough else 60
+    n = 1024
+    a = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    b = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    total = [0.0] * THREADS
+    lock = threading.Lock()
+
+    def worker(t: int) -> Callable[[], None]:
+        def run() -> None:
+            for r in range(rounds):
+                first, second = (a, b) if (t + r) % 2 else (b, a)
+                prg.swap_add(n, first, second, 1.0)
+                with lock:
+                    total[t] += 2.0
+        return run
+
+    def host_toucher() -> None:
+        for _ in range(rounds):
+            float(np.array(a[0], copy=True))
+            np.array(b, copy=True)
+
+    run_threads([worker(t) for t in range(THREADS - 1)] + [host_toucher])
+    s = np.array(a, copy=True) + np.array(b, copy=True)
+    np.testing.assert_array_equal(s, np.full(n, sum(total), np.float32))
