@@ -165,3 +165,11 @@ def axes_for(ndim: int, *, allow_none: bool = True, allow_tuple: bool = True):
             opts.append(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim)
                         .map(tuple))
     return st.one_of(opts) if opts else st.none()
+
+
+@st.composite
+def shapes_broadcasting_to(draw, shape: tuple[int, ...]):
+    """A shape that broadcasts *to* ``shape`` (trailing dims of ``shape``, some set to 1)."""
+    k = draw(st.integers(0, len(shape)))
+    tail = shape[len(shape) - k:]
+    return tuple(1 if draw(st.booleans()) else s for s in tail)
