@@ -253,12 +253,16 @@ def _make_operator(fn: Any) -> Any:
 
 def _make_reflected(fn: Any) -> Any:
     def rop(self, other, /):
+        s = self._s
+        if s.host_stale:
+            s.sync_for_host_read()
+        d = self._device
         if type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
-            s = self._s
-            if s.host_stale:
-                s.sync_for_host_read()
             r = fn(other, self._a)
-            d = self._device
+        elif type(other) is HPA:  # a direct call: x2.__radd__(x1) is x1 + x2
+            if other._device is not d:
+                d = join_devices(other._device, d)
+            r = fn(other._host(), self._a)
         else:
             return NotImplemented
         if type(r) is ndarray and d is HOST:
