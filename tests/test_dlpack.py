@@ -194,3 +194,22 @@ def test_export_acquires_the_device_writes_first(cl_device) -> None:
     del y
     gc.collect()
     assert not x._s.escaped
+
+
+def test_torch_shares_memory_both_ways() -> None:
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed here")
+    x = ha.asarray(np.arange(6.0))
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == _address(x._a)
+    t[0] = 5.0  # the consumer writes through the export
+    assert float(np.asarray(x, copy=True)[0]) == 5.0
+    del t
+    gc.collect()
+    assert not x._s.escaped
+    src = torch.arange(4, dtype=torch.float32)
+    y = ha.from_dlpack(src)
+    assert _address(y._a) == src.data_ptr()
+    np.testing.assert_array_equal(np.asarray(y), [0.0, 1.0, 2.0, 3.0])
+    if torch.cuda.is_available():  # GPU memory is not host memory: nothing to adopt
+        with pytest.raises(BufferError):
+            ha.from_dlpack(torch.zeros(3, device="cuda"))
