@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import dask
 import dask.array as da
@@ -33,6 +35,20 @@ def test_registered_as_a_chunk_type() -> None:
     d = da.from_array(ha.asarray(A), chunks=(3, 4))
     assert d._meta.__class__ is ha.HostPtrArray
     assert "chunktype=hostarray.HostPtrArray" in repr(d)
+
+
+@pytest.mark.parametrize("order", ["hostarray first", "dask first"])
+def test_registration_whatever_the_import_order(order) -> None:
+    imports = ["import hostarray", "import dask.array"]
+    if order == "dask first":
+        imports.reverse()
+    code = "; ".join([*imports, "from dask.array.chunk_types import is_valid_chunk_type",
+                      "import dask.array as da",
+                      "print(is_valid_chunk_type(hostarray.HostPtrArray), da.__loader__ is "
+                      "da.__spec__.loader, type(da.__loader__).__name__)"])
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["True", "True", "SourceFileLoader"]
 
 
 @pytest.fixture()
