@@ -63,6 +63,27 @@ def _expm1(x: np.ndarray) -> Any:
     return r
 
 
+def _sign(x: np.ndarray) -> Any:
+    if x.dtype.kind != "c":
+        return np.sign(x)
+    # x / |x|, scaled first by the larger component so that subnormal and huge inputs
+    # neither underflow nor overflow (numpy's own complex sign loses them)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.maximum(np.abs(x.real), np.abs(x.imag))
+        finite = np.isfinite(m) & (m != 0)
+        scale = np.where(finite, m, 1)
+        u = np.empty_like(x)
+        u.real = x.real / scale  # real divisions: complex division by a subnormal overflows
+        u.imag = x.imag / scale
+        n = np.abs(u)
+        r = np.empty_like(x)
+        r.real = u.real / n
+        r.imag = u.imag / n
+        r = np.where(finite, r, x / np.abs(x))
+        r = np.where(m == 0, 0, r)
+    return r.astype(x.dtype, copy=False)
+
+
 def _round(x: np.ndarray) -> np.ndarray:
     return np.rint(x) if x.dtype.kind in "fc" else x.copy()
 
@@ -143,7 +164,7 @@ TABLE: tuple[tuple[str, Any, str, tuple[str, ...], tuple[Any, ...]], ...] = (
     ("reciprocal", np.reciprocal, UNARY, (), ([2.0, 4.0],)),
     ("remainder", np.remainder, BINARY, ("__mod__", "__rmod__", "__imod__"), ([7, -7], [3, 3])),
     ("round", _round, UNARY, (), ([0.5, 1.5, 2.6],)),
-    ("sign", np.sign, UNARY, (), ([-2.0, 0.0, 3.0],)),
+    ("sign", _sign, UNARY, (), ([-2.0, 0.0, 3.0],)),
     ("signbit", np.signbit, UNARY, (), ([-0.0, 1.0],)),
     ("sin", np.sin, UNARY, (), ([0.0],)),
     ("sinh", np.sinh, UNARY, (), ([0.0],)),
