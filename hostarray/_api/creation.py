@@ -272,7 +272,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     a = _aligned((n_rows, m), dt)
     a.fill(0)
     if -n_rows < k < m:
-        a.reshape(-1)[max(k, -k * m):: m + 1][: min(n_rows, m - k, n_rows + k)] = 1
+        a.reshape(-1)[max(k, -k * m):: m + 1][: min(n_rows + min(k, 0), m - max(k, 0))] = 1
     return _new(a, Storage(a), _result_device(device))
 
 
