@@ -86,7 +86,7 @@ def _float_edges(dt: np.dtype) -> list[float]:
 
 
 def elements(dt: np.dtype, *, finite: bool = False, min_value: float | None = None,
-             max_value: float | None = None) -> st.SearchStrategy:
+             max_value: float | None = None, subnormal: bool = True) -> st.SearchStrategy:
     """Scalars of ``dt``: hypothesis' own draws mixed with the spec's edge values."""
     dt = np.dtype(dt)
     if dt.kind == "b":
@@ -99,20 +99,22 @@ def elements(dt: np.dtype, *, finite: bool = False, min_value: float | None = No
         return st.one_of(st.sampled_from(edges), st.integers(lo, hi))
     if dt.kind == "f":
         kw = dict(width=dt.itemsize * 8, allow_nan=not finite, allow_infinity=not finite,
-                  allow_subnormal=True, min_value=min_value, max_value=max_value)
+                  allow_subnormal=subnormal, min_value=min_value, max_value=max_value)
+        tiny = float(np.finfo(dt).tiny)
         edges = [v for v in _float_edges(dt)
                  if not (finite and not np.isfinite(v))
+                 and (subnormal or not (0 < abs(v) < tiny))
                  and (min_value is None or v >= min_value)
                  and (max_value is None or v <= max_value)]
         return st.one_of(st.sampled_from(edges), st.floats(**kw))
     part = elements(np.dtype(f"float{dt.itemsize * 4}"), finite=finite, min_value=min_value,
-                    max_value=max_value)
+                    max_value=max_value, subnormal=subnormal)
     return st.builds(complex, part, part)
 
 
 def arrays(dtype: np.dtype | str | st.SearchStrategy, shape=None, *, finite: bool = False,
            min_value: float | None = None, max_value: float | None = None,
-           **shape_kw) -> st.SearchStrategy[np.ndarray]:
+           subnormal: bool = True, **shape_kw) -> st.SearchStrategy[np.ndarray]:
     """numpy arrays of ``dtype`` (a dtype or a strategy of dtypes) and ``shape``."""
     if shape is None:
         shape = shapes(**shape_kw)
@@ -120,7 +122,8 @@ def arrays(dtype: np.dtype | str | st.SearchStrategy, shape=None, *, finite: boo
 
     def build(dt: np.dtype) -> st.SearchStrategy[np.ndarray]:
         return hnp.arrays(dt, shape, elements=elements(dt, finite=finite, min_value=min_value,
-                                                       max_value=max_value))
+                                                       max_value=max_value,
+                                                       subnormal=subnormal))
     return dts.flatmap(build)
 
 

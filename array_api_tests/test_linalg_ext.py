@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import hostarray as ha
 
@@ -46,7 +47,9 @@ def matrices(draw, square=True, dtype=floats, min_side=1, batch=True, well_condi
     n = draw(st.integers(min_side, 4))
     m = n if square else draw(st.integers(min_side, 4))
     b = draw(strat.shapes(0, 1, min_side=1, max_side=2)) if batch else ()
-    a = draw(strat.arrays(dt, (*b, n, m), finite=True, min_value=-2, max_value=2))
+    # subnormals make LAPACK's eigenvectors too ill-conditioned to check by A v = v w
+    a = draw(strat.arrays(dt, (*b, n, m), finite=True, min_value=-2, max_value=2,
+                          subnormal=False))
     if well_conditioned or hermitian_pd:
         eye = np.eye(n, dtype=dt)
         if hermitian_pd:
@@ -107,7 +110,19 @@ def test_eigh_eigvalsh(a) -> None:
     assert_values(wv, w, rtol=_tol(a.dtype))
 
 
-@given(a=matrices(dtype=floats))
+@st.composite
+def grid_matrices(draw):
+    # entries on a grid of 1/4: LAPACK's ?geev with near-underflow entries returns vectors
+    # that fail A v = v w already in numpy; such accuracy is not the standard's question
+    dt = draw(floats)
+    n = draw(st.integers(1, 4))
+    b = draw(strat.shapes(0, 1, min_side=1, max_side=2))
+    grid = st.integers(-8, 8).map(lambda k: k / 4)
+    el = st.builds(complex, grid, grid) if dt.kind == "c" else grid
+    return draw(hnp.arrays(dt, (*b, n, n), elements=el))
+
+
+@given(a=grid_matrices())
 def test_eig_eigvals(a) -> None:
     # 2025.12: eig / eigvals (complex results)
     r = linalg().eig(ha.asarray(a))
