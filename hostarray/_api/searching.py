@@ -22,7 +22,7 @@ def argmax(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmax(ha.asarray([1, 5, 5]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(np.argmax(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).argmax(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def argmin(x: HostPtrArray, /, *, axis: int | None = None,
@@ -35,7 +35,7 @@ def argmin(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmin(ha.asarray([3, 1, 1]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(np.argmin(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).argmin(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def count_nonzero(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,

@@ -1,4 +1,8 @@
-"""Statistical functions of the array API standard."""
+"""Statistical functions of the array API standard.
+
+Reductions call the ndarray methods (``a.sum(...)``), which skip numpy's
+``__array_function__`` dispatch layer: a few microseconds on small inputs.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ def max(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.max(ha.asarray([[1, 5], [3, 2]]), axis=0)
     HostPtrArray([3, 5], dtype=int64)
     """
-    return result(np.max(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).max(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def min(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:  # noqa: A001
@@ -36,7 +40,7 @@ def min(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.min(ha.asarray([[1, 5], [3, 2]]), axis=1)
     HostPtrArray([1, 2], dtype=int64)
     """
-    return result(np.min(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).min(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def mean(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:
@@ -48,7 +52,7 @@ def mean(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Ho
     >>> ha.mean(ha.asarray([1.0, 2.0, 6.0]))
     HostPtrArray(3., dtype=float64)
     """
-    return result(np.mean(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).mean(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def prod(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,
@@ -62,7 +66,7 @@ def prod(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,
     >>> ha.prod(ha.asarray([1, 2, 3, 4], dtype=ha.int8))
     HostPtrArray(24, dtype=int64)
     """
-    return result(np.prod(host(x), axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
+    return result(host(x).prod(axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
 
 
 def sum(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,  # noqa: A001
@@ -76,7 +80,7 @@ def sum(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,  # noqa: A0
     >>> ha.sum(ha.asarray([[1, 2], [3, 4]]), axis=0)
     HostPtrArray([4, 6], dtype=int64)
     """
-    return result(np.sum(host(x), axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
+    return result(host(x).sum(axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
 
 
 def std(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
@@ -89,7 +93,8 @@ def std(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.std(ha.asarray([1.0, 3.0]))
     HostPtrArray(1., dtype=float64)
     """
-    return result(np.std(host(x), axis=axis, ddof=correction, keepdims=keepdims), dev_of(x))
+    return result(host(x).std(axis=axis, ddof=correction, keepdims=keepdims),
+                  dev_of(x))
 
 
 def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
@@ -102,7 +107,8 @@ def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.var(ha.asarray([1.0, 3.0]), correction=1)
     HostPtrArray(2., dtype=float64)
     """
-    return result(np.var(host(x), axis=axis, ddof=correction, keepdims=keepdims), dev_of(x))
+    return result(host(x).var(axis=axis, ddof=correction, keepdims=keepdims),
+                  dev_of(x))
 
 
 def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,

@@ -20,7 +20,7 @@ def all(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.all(ha.asarray([1, 0, 2]))
     HostPtrArray(False, dtype=bool)
     """
-    return result(np.all(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).all(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noqa: A001
@@ -33,7 +33,7 @@ def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.any(ha.asarray([0, 0, 2]))
     HostPtrArray(True, dtype=bool)
     """
-    return result(np.any(host(x), axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).any(axis=axis, keepdims=keepdims), dev_of(x))
 
 
 def diff(x: HostPtrArray, /, *, axis: int = -1, n: int = 1,
