@@ -93,10 +93,13 @@ def array(x: HostPtrArray, dtype: Any = None, copy: bool | None = None) -> np.nd
 
 # -- __array_ufunc__ ---------------------------------------------------------------------------
 
+_PLAIN = frozenset({HostPtrArray, np.ndarray, int, float, complex, bool, type(None)})
+
+
 def _foreign(v: Any) -> bool:
     """Whether ``v`` is an array type of another library that should handle the call."""
-    return (hasattr(v, "__array_ufunc__") and not isinstance(v, (HostPtrArray, np.ndarray,
-                                                                    np.generic)))
+    return type(v) not in _PLAIN and hasattr(v, "__array_ufunc__") \
+        and not isinstance(v, (HostPtrArray, np.ndarray, np.generic))
 
 
 def _aligned_outputs(ufunc: np.ufunc, args: list[Any], kwargs: dict[str, Any],
@@ -137,7 +140,6 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
         if _foreign(v):
             return NotImplemented
     dev = result_device((*inputs, *out))
-    sources = [v for v in inputs if isinstance(v, HostPtrArray)]
     # Reads first: an output that is also an input is then acquired before it is written.
     args = [v._host() if isinstance(v, HostPtrArray) else v for v in inputs]
     where = kwargs.get("where")
@@ -165,8 +167,8 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
             wrapped.append(o)
         elif o is not None:
             wrapped.append(r)  # a numpy out= array is returned as numpy returns it
-        else:
-            wrapped.append(_wrap_result(r, dev, sources) if isinstance(r, np.ndarray) else r)
+        else:  # a fresh result: ufuncs return views of their inputs only through out=
+            wrapped.append(wrap(r, dev) if type(r) is np.ndarray else r)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
 
 
