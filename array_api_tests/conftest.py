@@ -15,6 +15,7 @@ import hostarray as ha
 
 FAST_EXAMPLES = 12
 THOROUGH_EXAMPLES = 10 * FAST_EXAMPLES
+REJECT_SHARE = float(os.environ.get("HOSTARRAY_REJECT_SHARE", "0.5"))
 
 _COMMON = dict(deadline=None, derandomize=False, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -44,6 +45,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "thorough" if thorough(config) else "fast"
     return [f"array_api_tests: {mode} mode, {settings().max_examples} examples per test"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    from .helpers import CALLS, REJECTED
+    mostly = sorted(t for t, n in CALLS.items() if n >= 5 and REJECTED[t] > REJECT_SHARE * n)
+    if mostly:
+        terminalreporter.write_sep("-", f"array_api_tests: the reference rejected over {REJECT_SHARE:.0%} of the inputs of")
+        for t in mostly:
+            terminalreporter.write_line(f"{t}: {REJECTED[t]}/{CALLS[t]} rejected")
 
 
 @pytest.fixture(scope="session")

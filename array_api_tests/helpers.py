@@ -6,6 +6,8 @@ values (NaNs equal NaNs, signed zeros compared by sign where asked).
 from __future__ import annotations
 
 import math
+import os
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,15 @@ import hostarray as ha
 from hostarray import HostPtrArray
 
 HOST = ha.device("cpu")
+
+# per test: differential calls, and those the reference rejected (conftest reports tests
+# where most drawn inputs were rejected: such a test checks less than it seems to)
+CALLS: Counter = Counter()
+REJECTED: Counter = Counter()
+
+
+def _current_test() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
 
 
 def ha_fn(name: str, module: Any = ha) -> Callable:
@@ -148,10 +159,13 @@ def differential(name: str, *args: Any, _module: tuple[Any, Any] = (ha, xps),
     start with ``_`` so they never clash with the function's own keywords. The hostarray
     result is returned (``_check(got, want)`` replaces the default comparison)."""
     sfn = strict_fn(name, _module[1])
+    test = _current_test()
+    CALLS[test] += 1
     with np.errstate(all="ignore"):
         try:
             want = sfn(*to_strict(args), **{k: to_strict(v) for k, v in kwargs.items()})
         except Exception:
+            REJECTED[test] += 1
             reject()
     f = ha_fn(name, _module[0])
     with np.errstate(all="ignore"):
