@@ -51,7 +51,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     from .helpers import CALLS, REJECTED
     mostly = sorted(t for t, n in CALLS.items() if n >= 5 and REJECTED[t] > REJECT_SHARE * n)
     if mostly:
-        terminalreporter.write_sep("-", f"array_api_tests: the reference rejected over {REJECT_SHARE:.0%} of the inputs of")
+        terminalreporter.write_sep("-", f"array_api_tests: the reference rejected over "
+                                        f"{REJECT_SHARE:.0%} of the inputs of")
         for t in mostly:
             terminalreporter.write_line(f"{t}: {REJECTED[t]}/{CALLS[t]} rejected")
 
