@@ -134,7 +134,10 @@ def test_array_api_extra_on_device_arrays_written_by_a_kernel(name, cl_device) -
         x = ha.asarray(a, device=cl_device, copy=True)
         prg.scale(x.size, x.reshape(-1), 2.0)
         args.append(x)
+    assert all(a._s.host_stale for a in args)
+    ha.reset_stats()
     got = f(*args, ha.asarray(I, device=cl_device), ha)
+    assert ha.stats().acquires >= 1
     assert isinstance(got, ha.HostPtrArray) and got.device == cl_device
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
 

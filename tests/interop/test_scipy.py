@@ -163,7 +163,10 @@ def test_device_arrays_written_by_a_kernel(name, cl_device) -> None:
         x = ha.asarray(v, device=cl_device, copy=True)
         prg.scale(x.size, x.reshape(-1), 1.5)  # newest data on the device
         inputs[k] = x
+    assert all(v._s.host_stale for v in inputs.values())
+    ha.reset_stats()
     got = f(inputs)
+    assert ha.stats().acquires >= 1  # SciPy's reads acquired the kernel's writes
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-7, atol=1e-12)
     if name in KEEPS:
         assert isinstance(got, ha.HostPtrArray)
