@@ -368,6 +368,23 @@ def test_copy_deepcopy_and_pickle_are_independent() -> None:
     assert pair[0] is pair[1]
 
 
+@FEW
+@given(a=st.sampled_from([np.bool_, np.int8, np.uint32, np.int64, np.float32, np.complex128])
+       .flatmap(lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0,
+                                                           max_side=4))),
+       protocol=st.integers(2, pickle.HIGHEST_PROTOCOL))
+def test_pickle_round_trips_every_dtype_and_shape(a, protocol) -> None:
+    x = ha.asarray(a)
+    y = pickle.loads(pickle.dumps(x, protocol=protocol))
+    assert y.dtype == a.dtype and y.shape == a.shape and y.device == x.device
+    np.testing.assert_array_equal(np.asarray(y), a)
+    z = copy.deepcopy(x)
+    np.testing.assert_array_equal(np.asarray(z), a)
+    if a.size:
+        assert not np.shares_memory(np.asarray(y), a)
+        assert not np.shares_memory(np.asarray(z), a)
+
+
 def test_unpickled_array_of_a_missing_device_goes_to_the_host() -> None:
     with pytest.warns(RuntimeWarning, match="opencl:97:0"):
         y = _interop._rebuild(np.arange(3.0), "opencl:97:0")
