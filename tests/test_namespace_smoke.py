@@ -157,3 +157,14 @@ def test_in_place_operators_reach_the_next_launch(cl_device: ha.Device) -> None:
     want = np.full((4, 8), 4.0, dtype=np.float32)
     want[1:3] = 0.0
     np.testing.assert_array_equal(np.asarray(v), want)
+
+
+@pytest.mark.device
+def test_large_device_results_are_computed_into_shareable_memory(cl_device: ha.Device) -> None:
+    from hostarray._array import _shareable
+
+    x = ha.asarray(np.arange(1 << 16, dtype=np.float32), device=cl_device)
+    for r in (x + 1, 2.0 * x, -x, ha.sin(x), x < 5):
+        assert r.device == cl_device and _shareable(r._s, cl_device)
+    np.testing.assert_array_equal(np.asarray(2.0 * x), 2.0 * np.arange(1 << 16, dtype=np.float32))
+    assert (x + 1).dtype == ha.float32 and (x < 5).dtype == ha.bool

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, wrap
+from .._array import HostPtrArray, _new, wrap
 from .._devices import HOST
-from .._storage import Storage
+from .._storage import Storage, aligned_empty
 from ._common import join_devices
 
 HPA = HostPtrArray
@@ -182,6 +182,34 @@ OPERATOR_ONLY = (("matmul", np.matmul, ("__matmul__", "__rmatmul__", "__imatmul_
 
 # -- builders ---------------------------------------------------------------------------------
 
+_ALIGNED_OUT_MIN = 1 << 15  # elements; below this, copying a result into aligned memory is cheaper
+
+
+def _on_device(fn: Any, d: Any, *operands: Any) -> HostPtrArray:
+    """``fn(*operands)`` as an array on device ``d``.
+
+    A device buffer needs aligned host memory; numpy's results rarely are, and
+    ``wrap`` would copy them.  Large element-wise results are therefore computed
+    straight into page-aligned memory (``out=``) instead."""
+    if (type(fn) is np.ufunc and fn.signature is None
+            and max(np.size(o) for o in operands) >= _ALIGNED_OUT_MIN):
+        try:
+            dt = fn.resolve_dtypes(tuple(o.dtype if isinstance(o, (ndarray, np.generic))
+                                         else type(o) for o in operands) + (None,))[-1]
+            shape = np.broadcast_shapes(*(np.shape(o) for o in operands))
+        except (TypeError, ValueError):
+            pass  # let the plain call below raise numpy's own error (or promote oddly)
+        else:
+            n = dt.itemsize
+            for k in shape:
+                n *= k
+            out = aligned_empty(n).view(dt).reshape(shape)
+            fn(*operands, out=out)
+            return _new(out, Storage(out), d)
+    return wrap(fn(*operands), d)
+
+
+
 def _operand_error(x: Any) -> TypeError:
     return TypeError(f"expected a hostarray array or a Python scalar, got {type(x).__name__}")
 
@@ -192,13 +220,15 @@ def _make_unary(fn: Any) -> Any:
             s = x._s
             if s.host_stale:
                 s.sync_for_host_read()
-            r = fn(x._a)
             d = x._device
+            if d is not HOST:
+                return _on_device(fn, d, x._a)
+            r = fn(x._a)
         elif isinstance(x, _OTHER_OPERANDS) or type(x) in _PY_SCALARS:
             r, d = fn(np.asarray(x)), HOST
         else:
             raise _operand_error(x)
-        if type(r) is ndarray and d is HOST:
+        if type(r) is ndarray:
             o = _alloc(HPA)
             o._a, o._s, o._device = r, Storage(r), HOST
             return o
@@ -236,8 +266,10 @@ def _make_binary(fn: Any) -> Any:
             d = x2._device
         else:
             a, b, d = x1, x2, HOST
+        if d is not HOST:
+            return _on_device(fn, d, a, b)
         r = fn(a, b)
-        if type(r) is ndarray and d is HOST:
+        if type(r) is ndarray:
             o = _alloc(HPA)
             o._a, o._s, o._device = r, Storage(r), HOST
             return o
@@ -263,8 +295,10 @@ def _make_operator(fn: Any) -> Any:
             b = other
         else:
             return NotImplemented
+        if d is not HOST:
+            return _on_device(fn, d, a, b)
         r = fn(a, b)
-        if type(r) is ndarray and d is HOST:
+        if type(r) is ndarray:
             o = _alloc(HPA)
             o._a, o._s, o._device = r, Storage(r), HOST
             return o
@@ -279,14 +313,17 @@ def _make_reflected(fn: Any) -> Any:
             s.sync_for_host_read()
         d = self._device
         if type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
-            r = fn(other, self._a)
+            b = other
         elif type(other) is HPA:  # a direct call: x2.__radd__(x1) is x1 + x2
             if other._device is not d:
                 d = join_devices(other._device, d)
-            r = fn(other._host(), self._a)
+            b = other._host()
         else:
             return NotImplemented
-        if type(r) is ndarray and d is HOST:
+        if d is not HOST:
+            return _on_device(fn, d, b, self._a)
+        r = fn(b, self._a)
+        if type(r) is ndarray:
             o = _alloc(HPA)
             o._a, o._s, o._device = r, Storage(r), HOST
             return o
@@ -327,9 +364,11 @@ def _make_unary_operator(fn: Any) -> Any:
         s = self._s
         if s.host_stale:
             s.sync_for_host_read()
-        r = fn(self._a)
         d = self._device
-        if type(r) is ndarray and d is HOST:
+        if d is not HOST:
+            return _on_device(fn, d, self._a)
+        r = fn(self._a)
+        if type(r) is ndarray:
             o = _alloc(HPA)
             o._a, o._s, o._device = r, Storage(r), HOST
             return o
