@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> None:
             v = np.asarray(y)
             shares = np.shares_memory(v, np.asarray(x)) and v.nbytes == n
             del v
-            t_view = _median_seconds(lambda: np.asarray(y), args.repeat)
-            t_copy = _median_seconds(lambda: np.array(y), max(3, min(args.repeat, 2**28 // n)))
+            t_view = _median_seconds(lambda y=y: np.asarray(y), args.repeat)
+            t_copy = _median_seconds(lambda y=y: np.array(y), max(3, min(args.repeat, 2**28 // n)))
             where = "host" if dev is None else str(dev)
             print(f"{text:>8} {where:>12} {t_view * 1e6:>10.2f}us {t_copy * 1e3:>14.3f}ms "
                   f"{shares}")
