@@ -170,9 +170,11 @@ def test_distributed_kernel_launches_on_the_workers_device(client, cl_device) ->
     if not all(str(cl_device) in devs for devs in have.values()):
         pytest.skip(f"the workers do not all have {cl_device}: {have}")
     x = ha.asarray(A.copy(), device=cl_device)
+    ha.Program(SRC, device=cl_device).affine(x.size, x.reshape(-1), 2.0, 0.0)
+    assert x._s.host_stale  # the chunks are pickled from the device's newest data
     d = da.from_array(x, chunks=(3, 4))
     launched = d.map_blocks(_launch_per_block, dtype=np.float32)
     r = client.compute(launched.map_blocks(_remote_marker, os.getpid(), dtype=np.float32))
     got = r.result(timeout=120)
-    _check(got, 3 * A + 1 + 1)
+    _check(got, 3 * (2 * A) + 1 + 1)
     assert got.device == cl_device  # reattached by name in this process
