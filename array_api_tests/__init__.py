@@ -1,1 +1,16 @@
-"""hostarray's own conformance suite for the array API standard 2025.12."""
+"""hostarray's own conformance suite for the array API standard 2025.12.
+
+One module per section of the standard, hypothesis-driven, differential against
+array_api_strict (the standard's reference) and numpy; the names and signatures the standard
+specifies are in ``spec_signatures.py``, the IEEE special cases in ``test_special_cases.py``.
+
+Run::
+
+    python -m pytest array_api_tests                       # fast (CI) profile
+    python -m pytest array_api_tests --thorough            # 10x the examples
+    HOSTARRAY_THOROUGH=1 python -m pytest array_api_tests  # the same
+    HOSTARRAY_LINK=copied python -m pytest array_api_tests -m device  # bytes really move
+
+Tests that need the OpenCL device are marked ``device``; without one they skip, unless
+``HOSTARRAY_REQUIRE_DEVICE=1``.
+"""

@@ -87,6 +87,7 @@ def test_binary_operator(name, data) -> None:
     with np.errstate(all="ignore"):
         got = op(ha.asarray(a), ha.asarray(b))
     assert_like(got, want, msg=f"__{name}__")
+    assert got.dtype == strat.promote(a.dtype, b.dtype)  # the spec's promotion table
 
 
 @pytest.mark.parametrize("name", sorted(BINARY_OPS))

@@ -214,3 +214,34 @@ def test_results_are_new_arrays() -> None:
     r = ha_fn("positive")(x)
     assert isinstance(r, ha.HostPtrArray)
     assert_like(r, to_strict(np.arange(4.0)), device=HOST)
+
+
+_FILL_SRC = "__kernel void fill(__global float *a, float v) { a[get_global_id(0)] = v; }"
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", sorted(n for n, (k, _) in UNARY.items()
+                                        if "float32" in strat.KINDS[k]))
+def test_unary_reads_kernel_writes(name: str, cl_device) -> None:
+    # input written by a kernel: the function must acquire before computing on the host
+    # (under HOSTARRAY_LINK=copied a missing acquire shows as the old zeros)
+    x = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    ha.Program(_FILL_SRC, device=cl_device).fill((8,), x, np.float32(0.5))
+    r = ha_fn(name)(x)
+    assert r.device == cl_device
+    want = ha_fn(name)(ha.asarray(np.full(8, 0.5, np.float32)))
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(want))
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("name", sorted(n for n, (k, _) in BINARY.items()
+                                        if "float32" in strat.KINDS[k]))
+def test_binary_reads_kernel_writes(name: str, cl_device) -> None:
+    x = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    ha.Program(_FILL_SRC, device=cl_device).fill((8,), x, np.float32(0.75))
+    y = ha.asarray(np.linspace(-2, 2, 8, dtype=np.float32), device=cl_device)
+    r = ha_fn(name)(x, y)
+    assert r.device == cl_device
+    host = ha_fn(name)(ha.asarray(np.full(8, 0.75, np.float32)),
+                       ha.asarray(np.linspace(-2, 2, 8, dtype=np.float32)))
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(host))
