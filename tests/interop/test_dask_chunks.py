@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 
-import dask
-import dask.array as da
 import numpy as np
 import pytest
 
 import hostarray as ha
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
 
 SRC = r"""
 __kernel void affine(__global float *x, const float a, const float b) {
