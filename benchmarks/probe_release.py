@@ -1,6 +1,11 @@
-"""Probe: releasing a buffer with many sub-buffers (variants run one per process).
+"""Probe: sub-buffers of one buffer, kernels, maps, copies, then release (one variant a process).
 
-    python3 -X faulthandler benchmarks/probe_release.py VARIANT
+A variant is steps joined by '+': ``uhp`` (parent over host memory, USE_HOST_PTR),
+``launch`` (kernels on sub-buffers, writing the parent), ``map`` (map the parent for reading,
+then with WRITE_INVALIDATE_REGION), ``copy`` (enqueue_copy into and out of the parent),
+``status`` (query old events after all that), ``release`` (subs, then parent) or ``gc``.
+
+    python3 -X faulthandler benchmarks/probe_release.py uhp+launch+map+release
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ __kernel void copy(__global const float *src, __global float *dst) {
 }"""
 
 
+def say(*a: object) -> None:
+    print(*a, flush=True)
+
+
 def main(variant: str) -> None:
+    steps = variant.split("+")
     plat = [p for p in cl.get_platforms() if p.get_devices()][0]
     dev = plat.get_devices()[0]
     ctx = cl.Context([dev])
@@ -24,36 +34,47 @@ def main(variant: str) -> None:
     k = cl.Kernel(cl.Program(ctx, SRC).build(), "copy")
     g = max(1, dev.mem_base_addr_align // 8)
     n = 4096
-    host = np.arange(n, dtype=np.float32)
-    parent = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
-    nsubs = int(variant.split("-")[1]) if "-" in variant else 300
+    raw = np.empty(n + 1024, np.float32)
+    skip = (-raw.ctypes.data % 4096) // 4
+    host = raw[skip:skip + n]
+    host[:] = np.arange(n)
+    mf = cl.mem_flags
+    flags = mf.READ_WRITE | (mf.USE_HOST_PTR if "uhp" in steps else mf.COPY_HOST_PTR)
+    parent = cl.Buffer(ctx, flags, hostbuf=host)
     rng = np.random.default_rng(0)
-    subs = []
-    for _ in range(nsubs):
+    subs, events = [], []
+    for _ in range(100):
         off = int(rng.integers(1, n * 4 // g - 1)) * g
-        size = int(rng.integers(1, (n * 4 - off) // 4 + 1)) * 4
+        size = int(rng.integers(1, min(64, (n * 4 - off) // 4) + 1)) * 4
         subs.append(parent.get_sub_region(off, size))
-    print(variant, "created", len(subs), "sub-buffers", flush=True)
-    if variant.startswith(("launch", "parentfirst")):
-        for s in subs[:50]:
-            k(q, (1,), None, s, parent)
-        q.finish()
-        print("launched", flush=True)
-    if variant.startswith("parentfirst"):
+    say(variant, "created", len(subs), "sub-buffers")
+    for round_ in range(3):
+        if "launch" in steps:
+            for s in subs[:40]:
+                events.append(k(q, (1,), None, s, parent))
+                events.append(k(q, (1,), None, parent, s))
+        if "map" in steps:
+            m, _ = cl.enqueue_map_buffer(q, parent, cl.map_flags.READ, 0, (n * 4,), np.uint8,
+                                         is_blocking=True)
+            m.base.release(q).wait()
+            m, _ = cl.enqueue_map_buffer(q, parent, cl.map_flags.WRITE_INVALIDATE_REGION, 0,
+                                         (n * 4,), np.uint8, is_blocking=True)
+            events.append(m.base.release(q))
+        if "copy" in steps:
+            events.append(cl.enqueue_copy(q, parent, host, is_blocking=False))
+            cl.enqueue_copy(q, host, parent, is_blocking=True)
+        say("  round", round_, "done")
+    q.finish()
+    if "release" in steps:
+        for s in subs:
+            s.release()
+        say("  subs released")
         parent.release()
-        print("parent released", flush=True)
-    if variant.startswith("gc"):
-        del subs, parent
-        print(variant, "OK (dropped, no explicit release)", flush=True)
-        return
-    for s in subs:
-        s.release()
-    print("subs released", flush=True)
-    if not variant.startswith("parentfirst"):
-        parent.release()
-        print("parent released", flush=True)
-    del subs, parent
-    print(variant, "OK", flush=True)
+        say("  parent released")
+    subs = parent = None
+    if "status" in steps:
+        say("  statuses", {e.command_execution_status for e in events})
+    say(variant, "OK")
 
 
 if __name__ == "__main__":
