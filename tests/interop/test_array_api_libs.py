@@ -51,7 +51,6 @@ EXTRA = {
     "atleast_nd": lambda a, b, v, i, xp: xpx.atleast_nd(v, ndim=3, xp=xp),
     "cov": lambda a, b, v, i, xp: xpx.cov(a, xp=xp),
     "create_diagonal": lambda a, b, v, i, xp: xpx.create_diagonal(a[0], xp=xp),
-    "expand_dims": lambda a, b, v, i, xp: xpx.expand_dims(a, axis=(0, 2), xp=xp),
     "kron": lambda a, b, v, i, xp: xpx.kron(a, b, xp=xp),
     "nunique": lambda a, b, v, i, xp: xpx.nunique(i, xp=xp),
     "pad": lambda a, b, v, i, xp: xpx.pad(a, 2, xp=xp),
