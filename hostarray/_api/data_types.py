@@ -142,7 +142,10 @@ def isdtype(dtype: Any, kind: Any) -> bool:
     (True, False)
     """
     if not isinstance(dtype, np.dtype):
-        raise TypeError(f"isdtype expects a data type, got {type(dtype).__name__}")
+        if isinstance(dtype, type) and issubclass(dtype, np.generic):
+            dtype = np.dtype(dtype)  # numpy's scalar types (np.float32) name data types too
+        else:
+            raise TypeError(f"isdtype expects a data type, got {type(dtype).__name__}")
     if isinstance(kind, tuple):
         return builtins.any(isdtype(dtype, k) for k in kind)
     if isinstance(kind, str):
