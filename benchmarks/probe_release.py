@@ -42,17 +42,28 @@ def main(variant: str) -> None:
     flags = mf.READ_WRITE | (mf.USE_HOST_PTR if "uhp" in steps else mf.COPY_HOST_PTR)
     parent = cl.Buffer(ctx, flags, hostbuf=host)
     rng = np.random.default_rng(0)
-    subs, events = [], []
+    subs, events, spans = [], [], []
     for _ in range(100):
         off = int(rng.integers(1, n * 4 // g - 1)) * g
         size = int(rng.integers(1, min(64, (n * 4 - off) // 4) + 1)) * 4
         subs.append(parent.get_sub_region(off, size))
+        spans.append((off, off + size))
+    other = cl.Buffer(ctx, mf.READ_WRITE, n * 4)
     say(variant, "created", len(subs), "sub-buffers")
     for round_ in range(3):
-        if "launch" in steps:
+        if "launch" in steps:  # a sub-buffer and its own parent in one kernel
             for s in subs[:40]:
                 events.append(k(q, (1,), None, s, parent))
                 events.append(k(q, (1,), None, parent, s))
+        if "launchsubs" in steps:  # two disjoint sub-buffers of one parent per kernel
+            for i in range(len(subs) - 1):
+                (a0, a1), (b0, b1) = spans[i], spans[i + 1]
+                if a1 <= b0 or b1 <= a0:
+                    events.append(k(q, (1,), None, subs[i], subs[i + 1]))
+        if "launchone" in steps:  # a sub-buffer and an unrelated buffer per kernel
+            for sb in subs[:40]:
+                events.append(k(q, (1,), None, sb, other))
+                events.append(k(q, (1,), None, other, sb))
         if "map" in steps:
             m, _ = cl.enqueue_map_buffer(q, parent, cl.map_flags.READ, 0, (n * 4,), np.uint8,
                                          is_blocking=True)
