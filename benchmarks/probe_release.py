@@ -61,7 +61,7 @@ def main(variant: str) -> None:
                 if a1 <= b0 or b1 <= a0:
                     events.append(k(q, (1,), None, subs[i], subs[i + 1]))
         if "launchone" in steps:  # a sub-buffer and an unrelated buffer per kernel
-            for sb in subs[:40]:
+            for sb in subs[:1 if "few" in steps else 40]:
                 events.append(k(q, (1,), None, sb, other))
                 events.append(k(q, (1,), None, other, sb))
         if "map" in steps:
@@ -76,7 +76,19 @@ def main(variant: str) -> None:
             cl.enqueue_copy(q, host, parent, is_blocking=True)
         say("  round", round_, "done")
     q.finish()
-    if "release" in steps:
+    if "eventsdrop" in steps:
+        events = []
+    if "argreset" in steps:  # no released memory object stays a kernel argument
+        k.set_args(other, other)
+    if "parentfirst" in steps:
+        parent.release()
+        say("  parent released first")
+        for s in subs:
+            s.release()
+        say("  subs released")
+        steps.remove("parentfirst")
+        subs = parent = None
+    if "release" in steps and subs is not None:
         for s in subs:
             s.release()
         say("  subs released")
