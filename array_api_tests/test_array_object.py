@@ -401,6 +401,23 @@ def test_setitem_promotes_python_scalars_only_within_kind() -> None:
     assert x.dtype == ha.float32
 
 
+@given(data=st.data())
+def test_setitem_array_value_promotes_to_target(data) -> None:
+    # 2025.12: an array value whose dtype promotes to x's dtype is cast to x's dtype
+    dt = data.draw(strat.dtypes("any"), label="x dtype")
+    vdt = data.draw(st.sampled_from([d for d in strat.promotable(dt.name, strat.ALL)
+                                     if strat.promote(dt, d) == dt]).map(np.dtype),
+                    label="value dtype")
+    x = data.draw(strat.arrays(dt, shape=strat.shapes(1, 2, min_side=1)), label="x")
+    v = data.draw(strat.arrays(vdt, shape=x.shape[1:]), label="value")
+    h = ha.asarray(x.copy())
+    h[0] = ha.asarray(v)
+    want = x.copy()
+    want[0] = v
+    assert h.dtype == dt
+    assert_values(np.asarray(h), want, signed_zeros=True)
+
+
 # -- device ----------------------------------------------------------------------------------
 @pytest.mark.device
 def test_operators_on_device(cl_device) -> None:
