@@ -48,6 +48,9 @@ def main(variant: str) -> None:
         size = int(rng.integers(1, min(64, (n * 4 - off) // 4) + 1)) * 4
         subs.append(parent.get_sub_region(off, size))
         spans.append((off, off + size))
+    if "tile" in steps:  # disjoint sub-buffers only: one per alignment unit
+        subs = [parent.get_sub_region(i * g, g) for i in range(1, 41)]
+        spans = [(i * g, i * g + g) for i in range(1, 41)]
     other = cl.Buffer(ctx, mf.READ_WRITE, n * 4)
     say(variant, "created", len(subs), "sub-buffers")
     for round_ in range(3):
