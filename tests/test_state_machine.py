@@ -168,5 +168,5 @@ def test_state_machine(cl_device: ha.Device) -> None:
     CoherenceMachine.device = cl_device
     thorough = os.environ.get("HOSTARRAY_THOROUGH") == "1"
     run_state_machine_as_test(CoherenceMachine, settings=settings(
-        max_examples=200 if thorough else 40, stateful_step_count=60 if thorough else 30,
+        max_examples=200 if thorough else 60, stateful_step_count=60 if thorough else 50,
         deadline=None, suppress_health_check=list(HealthCheck)))
