@@ -9,7 +9,6 @@ flag test when nothing has to move.  The object never calls pyopencl.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -29,11 +28,17 @@ class _ExportHolder:
     the last raw view died.
     """
 
-    __slots__ = ("__array_interface__", "_keep", "__weakref__")
+    __slots__ = ("__array_interface__", "_keep", "_storage")
 
-    def __init__(self, a: np.ndarray) -> None:
+    def __init__(self, a: np.ndarray, storage: Storage) -> None:
         self.__array_interface__ = a.__array_interface__
         self._keep = a
+        storage.begin_escape()
+        self._storage = storage
+
+    def __del__(self) -> None:
+        # cheaper than weakref.finalize, and runs as soon as the last view dies
+        self._storage.end_escape()
 
 
 class HostPtrArray:
@@ -340,10 +345,7 @@ def host_view(x: HostPtrArray) -> np.ndarray:
     While any view derived from it lives, launches publish before and acquire
     after (see the coherence model)."""
     s = x._s
-    holder = _ExportHolder(x._a)
-    s.begin_escape()
-    weakref.finalize(holder, s.end_escape)
-    return np.asarray(holder)
+    return np.asarray(_ExportHolder(x._a, s))
 
 
 _API_VERSIONS = ("2023.12", "2024.12", "2025.12")
