@@ -168,3 +168,17 @@ def test_large_device_results_are_computed_into_shareable_memory(cl_device: ha.D
         assert r.device == cl_device and _shareable(r._s, cl_device)
     np.testing.assert_array_equal(np.asarray(2.0 * x), 2.0 * np.arange(1 << 16, dtype=np.float32))
     assert (x + 1).dtype == ha.float32 and (x < 5).dtype == ha.bool
+
+
+def test_generated_docstring_examples_run() -> None:
+    import doctest
+
+    from hostarray._api.elementwise import TABLE
+
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    finder = doctest.DocTestFinder()
+    for name, *_ in TABLE:
+        for t in finder.find(getattr(ha, name), name, globs={}):
+            runner.run(t)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 2 * len(TABLE) and result.failed == 0

@@ -179,6 +179,78 @@ TABLE: tuple[tuple[str, Any, str, tuple[str, ...], tuple[Any, ...]], ...] = (
 # matmul is a linear-algebra function, but its operators are built the same way.
 OPERATOR_ONLY = (("matmul", np.matmul, ("__matmul__", "__rmatmul__", "__imatmul__")),)
 
+# Outputs of the docstring examples (the doctests check them against the code;
+# written out so that importing hostarray computes nothing).
+_EXAMPLE_OUTPUTS = {
+    'abs': 'HostPtrArray([1.5, 2. ], dtype=float64)',
+    'acos': 'HostPtrArray([0.        , 1.57079633], dtype=float64)',
+    'acosh': 'HostPtrArray([0.       , 1.3169579], dtype=float64)',
+    'add': 'HostPtrArray([4, 6], dtype=int64)',
+    'asin': 'HostPtrArray([0.        , 1.57079633], dtype=float64)',
+    'asinh': 'HostPtrArray([0.        , 0.88137359], dtype=float64)',
+    'atan': 'HostPtrArray([0.        , 0.78539816], dtype=float64)',
+    'atan2': 'HostPtrArray([ 0.78539816, -0.78539816], dtype=float64)',
+    'atanh': 'HostPtrArray([0.        , 0.54930614], dtype=float64)',
+    'bitwise_and': 'HostPtrArray([8, 2], dtype=int64)',
+    'bitwise_left_shift': 'HostPtrArray([4, 6], dtype=int64)',
+    'bitwise_invert': 'HostPtrArray([-1, -6], dtype=int64)',
+    'bitwise_or': 'HostPtrArray([14, 14], dtype=int64)',
+    'bitwise_right_shift': 'HostPtrArray([2, 3], dtype=int64)',
+    'bitwise_xor': 'HostPtrArray([ 6, 12], dtype=int64)',
+    'ceil': 'HostPtrArray([-1.,  2.], dtype=float64)',
+    'clip': 'HostPtrArray([0. , 0.5, 1. ], dtype=float64)',
+    'conj': 'HostPtrArray([1.-2.j], dtype=complex128)',
+    'copysign': 'HostPtrArray([-1.,  2.], dtype=float64)',
+    'cos': 'HostPtrArray([1.], dtype=float64)',
+    'cosh': 'HostPtrArray([1.], dtype=float64)',
+    'divide': 'HostPtrArray([0.5 , 0.75], dtype=float64)',
+    'equal': 'HostPtrArray([ True, False], dtype=bool)',
+    'exp': 'HostPtrArray([1.], dtype=float64)',
+    'expm1': 'HostPtrArray([0.], dtype=float64)',
+    'floor': 'HostPtrArray([-2.,  1.], dtype=float64)',
+    'floor_divide': 'HostPtrArray([ 3, -4], dtype=int64)',
+    'greater': 'HostPtrArray([False,  True], dtype=bool)',
+    'greater_equal': 'HostPtrArray([False,  True], dtype=bool)',
+    'hypot': 'HostPtrArray([5.], dtype=float64)',
+    'imag': 'HostPtrArray([2.], dtype=float64)',
+    'isfinite': 'HostPtrArray([ True, False], dtype=bool)',
+    'isinf': 'HostPtrArray([False,  True], dtype=bool)',
+    'isnan': 'HostPtrArray([False,  True], dtype=bool)',
+    'less': 'HostPtrArray([ True, False], dtype=bool)',
+    'less_equal': 'HostPtrArray([ True, False], dtype=bool)',
+    'log': 'HostPtrArray([0.], dtype=float64)',
+    'log1p': 'HostPtrArray([0.], dtype=float64)',
+    'log2': 'HostPtrArray([0., 3.], dtype=float64)',
+    'log10': 'HostPtrArray([0., 2.], dtype=float64)',
+    'logaddexp': 'HostPtrArray([0.69314718], dtype=float64)',
+    'logical_and': 'HostPtrArray([ True, False], dtype=bool)',
+    'logical_not': 'HostPtrArray([False,  True], dtype=bool)',
+    'logical_or': 'HostPtrArray([ True, False], dtype=bool)',
+    'logical_xor': 'HostPtrArray([False,  True], dtype=bool)',
+    'maximum': 'HostPtrArray([3, 5], dtype=int64)',
+    'minimum': 'HostPtrArray([1, 2], dtype=int64)',
+    'multiply': 'HostPtrArray([3, 8], dtype=int64)',
+    'negative': 'HostPtrArray([-1,  2], dtype=int64)',
+    'nextafter': 'HostPtrArray([1.], dtype=float64)',
+    'not_equal': 'HostPtrArray([False,  True], dtype=bool)',
+    'positive': 'HostPtrArray([ 1, -2], dtype=int64)',
+    'pow': 'HostPtrArray([8, 9], dtype=int64)',
+    'real': 'HostPtrArray([1.], dtype=float64)',
+    'reciprocal': 'HostPtrArray([0.5 , 0.25], dtype=float64)',
+    'remainder': 'HostPtrArray([1, 2], dtype=int64)',
+    'round': 'HostPtrArray([0., 2., 3.], dtype=float64)',
+    'sign': 'HostPtrArray([-1.,  0.,  1.], dtype=float64)',
+    'signbit': 'HostPtrArray([ True, False], dtype=bool)',
+    'sin': 'HostPtrArray([0.], dtype=float64)',
+    'sinh': 'HostPtrArray([0.], dtype=float64)',
+    'square': 'HostPtrArray([4, 9], dtype=int64)',
+    'sqrt': 'HostPtrArray([2., 3.], dtype=float64)',
+    'subtract': 'HostPtrArray([4, 5], dtype=int64)',
+    'tan': 'HostPtrArray([0.], dtype=float64)',
+    'tanh': 'HostPtrArray([0.], dtype=float64)',
+    'trunc': 'HostPtrArray([-1.,  1.], dtype=float64)',
+}
+
 
 # -- builders ---------------------------------------------------------------------------------
 
@@ -395,13 +467,8 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
 
 
 def _example(name: str, args: tuple[Any, ...]) -> str:
-    from .creation import asarray
-
-    call_args = [asarray(v) if isinstance(v, list) else v for v in args]
     shown = ", ".join(f"ha.asarray({v!r})" if isinstance(v, list) else repr(v) for v in args)
-    with np.errstate(all="ignore"):
-        out = repr(globals()[name](*call_args))
-    return f">>> import hostarray as ha\n>>> ha.{name}({shown})\n{out}"
+    return f">>> import hostarray as ha\n>>> ha.{name}({shown})\n{_EXAMPLE_OUTPUTS[name]}"
 
 
 def _docstring(name: str, params: str, example: str) -> str:
