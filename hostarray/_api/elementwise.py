@@ -466,8 +466,17 @@ def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
     return wrap(r, d)
 
 
+def _literal(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(e) for e in v) + "]"
+    if isinstance(v, float) and not np.isfinite(v):
+        return "ha.nan" if v != v else ("ha.inf" if v > 0 else "-ha.inf")
+    return repr(v)
+
+
 def _example(name: str, args: tuple[Any, ...]) -> str:
-    shown = ", ".join(f"ha.asarray({v!r})" if isinstance(v, list) else repr(v) for v in args)
+    shown = ", ".join(f"ha.asarray({_literal(v)})" if isinstance(v, list) else _literal(v)
+                      for v in args)
     return f">>> import hostarray as ha\n>>> ha.{name}({shown})\n{_EXAMPLE_OUTPUTS[name]}"
 
 
