@@ -31,8 +31,10 @@ def test_astype_copy_and_device() -> None:
     y = astype(x, ha.float64, copy=True)
     y[0] = 9.0
     assert float(x[0]) == 0.0
-    z = astype(x, ha.float64, copy=False)  # no copy needed: may be x itself
-    assert z.dtype == ha.float64 and z.shape == x.shape
+    # copy=False and the same dtype: "the input array must be returned"
+    assert astype(x, ha.float64, copy=False) is x
+    z = astype(x, ha.float32, copy=False)  # another dtype: a new array all the same
+    assert z.dtype == ha.float32 and z.shape == x.shape
     w = astype(x, ha.float32, device="cpu")
     assert w.device == ha.device("cpu") and w.dtype == ha.float32
 
