@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 import hostarray as ha
 
-FAST_EXAMPLES = 12
+FAST_EXAMPLES = 20
 THOROUGH_EXAMPLES = 10 * FAST_EXAMPLES
 REJECT_SHARE = float(os.environ.get("HOSTARRAY_REJECT_SHARE", "0.5"))
 
