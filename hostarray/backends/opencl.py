@@ -40,7 +40,10 @@ def _test_build(device: cl.Device) -> str | None:
         return None
     except Exception as e:  # any failure means: unusable, say why
         text = str(e).strip().splitlines()
-        return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+        why = f"{type(e).__name__}: {text[0] if text else ''}"[:200]
+        # a failed build says why only in its log: quote the compiler's first error
+        err = next((ln.strip() for ln in text[1:] if "error" in ln.lower()), "")
+        return f"{why}; {err[:300]}" if err else why
 
 
 def discover() -> tuple[list[tuple[int, int, cl.Device]], list[tuple[str, str, str]]]:
