@@ -170,6 +170,10 @@ BINARY_CASES: dict[str, list[tuple[tuple[float, float], object]]] = {
 OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
              "divide": operator.truediv, "floor_divide": operator.floordiv,
              "remainder": operator.mod, "pow": operator.pow}
+INPLACE_OPERATORS = {"add": operator.iadd, "subtract": operator.isub,
+                     "multiply": operator.imul, "divide": operator.itruediv,
+                     "floor_divide": operator.ifloordiv, "remainder": operator.imod,
+                     "pow": operator.ipow}
 
 # -- complex -----------------------------------------------------------------------------------
 CN = complex(NAN, NAN)
@@ -341,6 +345,11 @@ def test_operator_special_case(name: str, args: tuple[float, float], want: objec
     with np.errstate(all="ignore"):
         r = OPERATORS[name](x1, x2)
     check_real(float(_scalar_result(r)), want, np.dtype("float64"), f"{name} operator{args!r}")
+    with np.errstate(all="ignore"):
+        y = INPLACE_OPERATORS[name](x1, x2)  # the in-place form, on x1's own memory
+    assert y is x1
+    check_real(float(_scalar_result(x1)), want, np.dtype("float64"),
+               f"{name} in-place operator{args!r}")
 
 
 @pytest.mark.parametrize("name,z,want", _ids(COMPLEX_CASES))
