@@ -25,6 +25,7 @@ from ._devices import devices as _devices
 from ._errors import BadLaunch, DeviceUnavailable
 from ._stats import COUNTERS
 from .backends.opencl import build_program
+from .hostptr import _check_shareable as check_shareable
 from .hostptr import ensure_buffer
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
@@ -180,6 +181,9 @@ class Kernel:
         gs = (global_size,) if isinstance(global_size, (int, np.integer)) else tuple(global_size)
         if not gs or any(int(g) <= 0 for g in gs):
             raise BadLaunch(self.name, f"global size {global_size!r} must be positive ints")
+        if len(gs) > 3:  # OpenCL's limit; refused here, before anything is published
+            raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
+                                       f"kernels take 1 to 3: flatten the index space")
         if local_size is None:
             return tuple(int(g) for g in gs), None
         ls = (local_size,) if isinstance(local_size, (int, np.integer)) else tuple(local_size)
@@ -223,8 +227,9 @@ class Kernel:
                                                f"the view at a multiple of "
                                                f"{dev.alignment // a.itemsize or 1} elements or "
                                                f"pass ha.asarray(x, copy=True)")
-                buf = ensure_buffer(arg, dev)
-                values.append((buf, off, a.nbytes))
+                if dev not in s.buffers:  # refuse now, before any buffer is created
+                    check_shareable(s, dev, id(arg))
+                values.append((arg, off, a.nbytes))  # its buffer once every arg is checked
                 u = uses.setdefault(id(s), [s, False, False])
                 # write-only skips the publish only when the kernel overwrites the whole
                 # storage: elsewhere the device copy must hold the host's bytes
@@ -247,6 +252,8 @@ class Kernel:
                     values.append(t(arg))
                 except (TypeError, ValueError, OverflowError) as e:
                     raise BadLaunch(self.name, f"argument {aname!r} needs a {info}: {e}") from None
+        values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
+                  for v in values]
         storages = sorted((u for u in uses.values()), key=lambda u: id(u[0]))
         for s, _, _ in storages:  # a consistent order: no lock-order deadlock
             s.lock.acquire()
