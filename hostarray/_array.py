@@ -276,6 +276,9 @@ class HostPtrArray:
         return wrap(np.asarray(r), self._device)
 
     def __setitem__(self, key: Any, value: Any, /) -> None:
+        if not self._a.flags.writeable:  # refused before the coherence state is touched
+            raise ValueError("this array is over read-only memory (np.frombuffer on bytes, a "
+                             "read-only numpy array); write to ha.asarray(x, copy=True)")
         key = _numpy_key(key)
         v = value._host() if isinstance(value, HostPtrArray) else value
         whole = _is_whole(key)
