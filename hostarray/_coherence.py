@@ -166,6 +166,11 @@ class Coherence:
         self.inflight.append((token, key, True))
         self._refresh()
 
+    def drop_launches(self, tokens: list[Any]) -> None:
+        """Forget ``tokens`` (launches that failed: reported once, not waited for again)."""
+        self.inflight = [t for t in self.inflight if all(t[0] is not d for d in tokens)]
+        self._refresh()
+
     def discard_device_writes(self) -> None:
         """Declare the host authoritative (explicit publish)."""
         self.inflight.clear()

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = ["Refusal", "HostPtrError", "Refused", "UnknownFramework", "NotHostBacked",
            "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
+           "LaunchFailed",
            "refusal_message", "error_message"]
 
 
@@ -182,6 +183,28 @@ class BadLaunch(HostPtrError, TypeError):
         self.why = why
 
 
+class LaunchFailed(HostPtrError, RuntimeError):
+    """The device reported a launch (or a transfer) as failed.
+
+    Raised once, at the first host access or wait that meets the failure; the
+    array then holds whatever the device left (the failed launch's writes may
+    be missing or partial) and works normally again.
+
+    Examples
+    --------
+    >>> from hostarray import hostptr
+    >>> e = hostptr.LaunchFailed("opencl:0:0", -5, "kernel 'add'")
+    >>> e.status
+    -5
+    """
+
+    def __init__(self, device: Any, status: int, what: str = "a launch") -> None:
+        super().__init__(device, status, what)
+        self.device = device
+        self.status = status
+        self.what = what
+
+
 def error_message(err: BaseException) -> str:
     """One sentence that says what went wrong and what to do next.
 
@@ -213,4 +236,8 @@ def error_message(err: BaseException) -> str:
         return f"the OpenCL program failed to build on {err.device}; fix the source:\n{err.log}"
     if isinstance(err, BadLaunch):
         return f"kernel {err.kernel!r} can't be launched: {err.why}"
+    if isinstance(err, LaunchFailed):
+        return (f"{err.what} failed on {err.device} (OpenCL status {err.status}); its writes "
+                f"are missing or partial: check the kernel (an out-of-bounds access shows "
+                f"under Oclgrind) and launch again.")
     return str(err)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._coherence import Coherence
+from ._errors import LaunchFailed
 from ._stats import COUNTERS
 
 __all__ = ["PAGE_SIZE", "PAD", "Storage", "aligned_empty", "address_of"]
@@ -119,21 +120,38 @@ class Storage:
 
     # -- transfers -------------------------------------------------------------------
     def _acquire_from(self, key: Hashable) -> None:
+        launches = [t for t, k, _ in self.coh.inflight if k == key]
         moved = self.buffers[key].acquire()
         self.coh.acquired(key)
         COUNTERS.add(acquires=1, bytes_acquired=moved)
+        self._raise_if_failed(launches, key)
 
     def _publish_to(self, key: Hashable) -> None:
         token, moved = self.buffers[key].publish()
         self.coh.published(key, token)
         COUNTERS.add(publishes=1, bytes_published=moved)
 
-    @staticmethod
-    def _wait_for(tokens: list[Any]) -> None:
+    def _wait_for(self, tokens: list[Any]) -> None:
         if tokens:
             for t in tokens:
-                t.wait()
+                try:
+                    t.wait()
+                except Exception:  # a failed launch: its status is checked below
+                    pass
             COUNTERS.add(waits=1)
+            self._raise_if_failed(tokens, None)
+
+    def _raise_if_failed(self, tokens: list[Any], key: Hashable | None) -> None:
+        """Report launches the device marked failed (a negative status), once."""
+        failed = [t for t in tokens if getattr(t, "command_execution_status", 0) < 0]
+        if not failed:
+            return
+        coh = self.coh
+        if key is None:
+            key = next((k for t, k, _ in coh.inflight if t is failed[0]), "the device")
+        coh.drop_launches(failed)
+        self._mirror()
+        raise LaunchFailed(key, int(failed[0].command_execution_status))
 
     # -- the hooks every host access goes through ---------------------------------------
     def sync_for_host_read(self) -> None:

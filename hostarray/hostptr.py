@@ -26,6 +26,7 @@ from ._errors import (
     DeviceUnavailable,
     HostPtrError,
     InvalidDevice,
+    LaunchFailed,
     NotHostBacked,
     Refusal,
     Refused,
@@ -42,6 +43,7 @@ __all__ = ["attach", "install", "of_numpy", "host_link", "HostLink", "publish_ho
            "acquire_device_writes", "free_buffer", "queue", "cl_buffer",
            "HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
            "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
+           "LaunchFailed",
            "refusal_message", "error_message"]
 
 
@@ -301,4 +303,5 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
 
 # keep the names the seed API documents importable from here
 _ = (HostPtrError, UnknownFramework, InvalidDevice, DeviceUnavailable, BuildFailed, BadLaunch,
+     LaunchFailed,
      error_message, refusal_message)

@@ -22,7 +22,7 @@ from ._array import HostPtrArray
 from ._devices import Device
 from ._devices import device as _parse_device
 from ._devices import devices as _devices
-from ._errors import BadLaunch, DeviceUnavailable
+from ._errors import BadLaunch, DeviceUnavailable, LaunchFailed
 from ._stats import COUNTERS
 from .backends.opencl import build_program
 from .hostptr import _check_shareable as check_shareable
@@ -110,14 +110,24 @@ class Launch:
         self._keep = keep  # the storages: host memory outlives the launch
 
     def wait(self) -> None:
-        """Block until the launch has finished."""
-        self.event.wait()
-        self._keep = []
+        """Block until the launch has finished.
+
+        Raises :class:`~hostarray.hostptr.LaunchFailed` if the device reports it failed."""
+        try:
+            self.event.wait()
+        except cl.Error:
+            status = int(self.event.command_execution_status)
+            if status >= 0:
+                raise
+            raise LaunchFailed(self.event.command_queue.device.name.strip(), status,
+                               f"kernel {self.kernel!r}") from None
+        finally:
+            self._keep = []
 
     @property
     def done(self) -> bool:
-        """Whether the launch has finished."""
-        return self.event.command_execution_status == cl.command_execution_status.COMPLETE
+        """Whether the launch has finished (or failed: a negative status)."""
+        return self.event.command_execution_status <= cl.command_execution_status.COMPLETE
 
     def __repr__(self) -> str:
         return f"<Launch {self.kernel} {'done' if self.done else 'in flight'}>"
