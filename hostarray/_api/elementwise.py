@@ -416,17 +416,20 @@ def _make_inplace(fn: Any) -> Any:
         else:
             return NotImplemented
         s = self._s
-        if not s.host_exclusive:
-            s.sync_for_host_write(False)
-        a = self._a
-        if is_ufunc:
-            fn(a, b, out=a)
-        else:
-            r = fn(a, b)
-            if np.shape(r) != a.shape:
-                raise ValueError(f"in-place operation would change the shape {a.shape} "
-                                 f"to {np.shape(r)}")
-            np.copyto(a, r, casting="same_kind")
+        # under the storage lock: another thread's whole-storage publish or acquire must
+        # not interleave with this write (it would be lost on a copied/mapped link)
+        with s.lock:
+            if not s.host_exclusive:
+                s.sync_for_host_write(False)
+            a = self._a
+            if is_ufunc:
+                fn(a, b, out=a)
+            else:
+                r = fn(a, b)
+                if np.shape(r) != a.shape:
+                    raise ValueError(f"in-place operation would change the shape {a.shape} "
+                                     f"to {np.shape(r)}")
+                np.copyto(a, r, casting="same_kind")
         return self
     return iop
 
