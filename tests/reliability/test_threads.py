@@ -126,6 +126,41 @@ def test_shared_array_disjoint_regions(prg, cl_device: ha.Device, thorough: bool
     run_threads([worker(t) for t in range(THREADS)])
 
 
+def test_shared_array_disjoint_regions_in_place_operators(prg, cl_device: ha.Device,
+                                                         thorough: bool) -> None:
+    """As above, with the host writes done by in-place operators on views
+    (``v = x[lo:hi]; v += 1``) and by ``__setitem__`` with a view."""
+    rounds = 300 if thorough else 60
+    g = cl_device.alignment // 4
+    part = 8 * g
+    x = ha.zeros(THREADS * part, dtype=ha.float32, device=cl_device)
+
+    def worker(t: int) -> Callable[[], None]:
+        def run() -> None:
+            lo, hi = t * part, (t + 1) * part
+            view = x[lo:hi]
+            model = np.zeros(part, np.float32)
+            rng = np.random.default_rng(200 + t)
+            for r in range(rounds):
+                op = rng.integers(0, 3)
+                if op == 0:
+                    view += 2.0
+                    model += 2
+                elif op == 1:
+                    view *= 1.0
+                    view -= 1.0
+                    model -= 1
+                else:
+                    prg.spin_add(part, view, 1.0, int(rng.integers(0, 200)))
+                    model += 1
+                got = np.array(view, copy=True)
+                np.testing.assert_array_equal(got, model, f"thread {t} round {r}: lost write "
+                                                          f"or stale read")
+        return run
+
+    run_threads([worker(t) for t in range(THREADS)])
+
+
 def test_readers_never_see_older_than_issued(prg, cl_device: ha.Device, thorough: bool) -> None:
     """One thread launches ``x += 1`` over and over; readers note how many
     launches were issued, then read: every element must count at least that
