@@ -24,7 +24,7 @@ from ._array import HostPtrArray, _view, aligned_copy, host_view, wrap
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._errors import HostPtrError
-from ._storage import Storage, address_of, aligned_empty
+from ._storage import Storage, address_of, aligned_empty, locked
 
 __all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "array_function",
            "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",
@@ -147,18 +147,22 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
         kwargs["where"] = where._host()
     if method == "at":
         if isinstance(inputs[0], HostPtrArray):
-            args[0] = inputs[0]._host_for_write()
-        getattr(ufunc, method)(*args, **kwargs)
+            with locked([inputs[0]._s]):
+                args[0] = inputs[0]._host_for_write()
+                getattr(ufunc, method)(*args, **kwargs)
+        else:
+            getattr(ufunc, method)(*args, **kwargs)
         return None
-    if out:
-        whole = where is None
-        kwargs["out"] = tuple(o._host_for_write(whole) if isinstance(o, HostPtrArray) else o
-                              for o in out)
-    elif method == "__call__":
-        outs = _aligned_outputs(ufunc, args, kwargs, dev)
-        if outs is not None:
-            kwargs["out"] = outs
-    result = getattr(ufunc, method)(*args, **kwargs)
+    with locked(o._s for o in out if isinstance(o, HostPtrArray)):  # written under the lock
+        if out:
+            whole = where is None
+            kwargs["out"] = tuple(o._host_for_write(whole) if isinstance(o, HostPtrArray)
+                                  else o for o in out)
+        elif method == "__call__":
+            outs = _aligned_outputs(ufunc, args, kwargs, dev)
+            if outs is not None:
+                kwargs["out"] = outs
+        result = getattr(ufunc, method)(*args, **kwargs)
     results = result if ufunc.nout > 1 and method == "__call__" else (result,)
     wrapped = []
     for i, r in enumerate(results):
@@ -252,12 +256,16 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
     for o in outs if isinstance(outs, tuple) else (outs,):
         if isinstance(o, HostPtrArray):
             written[id(o._a)] = o
-    if isinstance(outs, HostPtrArray):
-        hkwargs["out"] = outs._host_for_write()
-    elif isinstance(outs, tuple):
-        hkwargs["out"] = tuple(o._host_for_write() if isinstance(o, HostPtrArray) else o
-                               for o in outs)
-    result = func(*hargs, **hkwargs)
+    with locked(w._s for w in written.values()):  # written under the lock
+        for j, h in enumerate(hargs):
+            if id(h) in written:
+                hargs[j] = written[id(h)]._host_for_write()
+        if isinstance(outs, HostPtrArray):
+            hkwargs["out"] = outs._host_for_write()
+        elif isinstance(outs, tuple):
+            hkwargs["out"] = tuple(o._host_for_write() if isinstance(o, HostPtrArray) else o
+                                   for o in outs)
+        result = func(*hargs, **hkwargs)
     if isinstance(result, np.ndarray):
         if id(result) in written:
             return written[id(result)]
@@ -443,11 +451,13 @@ def _shape_args(args: tuple[Any, ...]) -> Any:
 
 
 def _sort_in_place(x: HostPtrArray, axis: int = -1, kind: Any = None, order: Any = None) -> None:
-    x._host_for_write().sort(axis=axis, kind=kind, order=order)
+    with x._s.lock:
+        x._host_for_write().sort(axis=axis, kind=kind, order=order)
 
 
 def _fill(x: HostPtrArray, value: Any) -> None:
-    x._host_for_write(whole=True).fill(value)
+    with x._s.lock:
+        x._host_for_write(whole=True).fill(value)
 
 
 def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import mmap
 import threading
 import weakref
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,23 @@ class Storage:
             if coh.devices[key] == coh.latest and coh.host_stale:
                 self._acquire_from(key)
                 self._mirror()
+
+
+@contextmanager
+def locked(storages: Iterable[Storage]) -> Iterator[None]:
+    """Hold the locks of ``storages`` (in one global order: no lock-order deadlock).
+
+    A host write holds its storage's lock from the coherence check to the last
+    byte written, so another thread's whole-storage publish or acquire can't
+    interleave with it (the write would be lost on a copied or mapped link)."""
+    ordered = sorted({id(s): s for s in storages}.values(), key=id)
+    for s in ordered:
+        s.lock.acquire()
+    try:
+        yield
+    finally:
+        for s in reversed(ordered):
+            s.lock.release()
 
 
 def track_escape(storage: Storage, holder: object) -> None:
