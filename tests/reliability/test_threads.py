@@ -129,7 +129,7 @@ def test_shared_array_disjoint_regions(prg, cl_device: ha.Device, thorough: bool
 def test_shared_array_disjoint_regions_in_place_operators(prg, cl_device: ha.Device,
                                                          thorough: bool) -> None:
     """As above, with the host writes done by in-place operators on views
-    (``v = x[lo:hi]; v += 1``) and by ``__setitem__`` with a view."""
+    (``v = x[lo:hi]; v += 1``), numpy ufuncs with ``out=`` and ``v.fill()``."""
     rounds = 300 if thorough else 60
     g = cl_device.alignment // 4
     part = 8 * g
@@ -146,10 +146,16 @@ def test_shared_array_disjoint_regions_in_place_operators(prg, cl_device: ha.Dev
                 if op == 0:
                     view += 2.0
                     model += 2
-                elif op == 1:
+                elif op == 1 and r % 2:
                     view *= 1.0
                     view -= 1.0
                     model -= 1
+                elif op == 1:  # numpy's ufunc with out= and ndarray methods on the view
+                    np.add(view, 3.0, out=view)
+                    model += 3
+                    if r % 5 == 0:
+                        view.fill(float(r))
+                        model[:] = r
                 else:
                     prg.spin_add(part, view, 1.0, int(rng.integers(0, 200)))
                     model += 1
