@@ -138,8 +138,9 @@ def main() -> int:
 
     if args.tests:
         with step("device tests"):
-            sh([sys.executable, "-m", "pytest", "-q", "-m", "device", "tests", "-x",
-                "--continue-on-collection-errors",
+            # tests/interop needs dask and friends, which a GPU image may lack
+            sh([sys.executable, "-m", "pytest", "-q", "-m", "device", "tests",
+                "--ignore=tests/interop", "--continue-on-collection-errors",
                 "-p", "no:cacheprovider", "-o", "addopts=-ra"], "pytest.txt", timeout=240)
     say("done")
     buf = io.StringIO()
