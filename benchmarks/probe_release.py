@@ -51,6 +51,12 @@ def main(variant: str) -> None:
     if "tile" in steps:  # disjoint sub-buffers only: one per alignment unit
         subs = [parent.get_sub_region(i * g, g) for i in range(1, 31)]
         spans = [(i * g, i * g + g) for i in range(1, 31)]
+    if "suffix" in steps:  # one sub-buffer per offset, reaching to the parent's end (nested)
+        subs = [parent.get_sub_region(i * g, n * 4 - i * g) for i in range(1, 31)]
+        spans = [(i * g, n * 4) for i in range(1, 31)]
+    if "pair" in steps:  # just two overlapping sub-buffers
+        subs = [parent.get_sub_region(g, 8 * g), parent.get_sub_region(2 * g, 8 * g)]
+        spans = [(g, 9 * g), (2 * g, 10 * g)]
     other = cl.Buffer(ctx, mf.READ_WRITE, n * 4)
     say(variant, "created", len(subs), "sub-buffers")
     for round_ in range(3):
