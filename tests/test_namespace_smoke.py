@@ -86,9 +86,15 @@ def test_manipulation_views_share_storage() -> None:
 
 
 def test_signature_of_generated_functions() -> None:
-    assert str(inspect.signature(ha.add)) == "(x1, x2, /)"
-    assert str(inspect.signature(ha.sin)) == "(x, /)"
-    assert str(inspect.signature(ha.clip)) == "(x, /, min=None, max=None)"
+    def shape(f: object) -> list[tuple[str, object, object]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    pos, kw = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+    empty = inspect.Parameter.empty
+    assert shape(ha.add) == [("x1", pos, empty), ("x2", pos, empty)]
+    assert shape(ha.sin) == [("x", pos, empty)]
+    assert shape(ha.clip) == [("x", pos, empty), ("min", kw, None), ("max", kw, None)]
+    assert inspect.signature(ha.sin).return_annotation is ha.HostPtrArray
     assert ha.add.__module__ == "hostarray" and "Examples" in ha.add.__doc__
 
 

@@ -451,7 +451,8 @@ def _make_unary_operator(fn: Any) -> Any:
     return op
 
 
-def clip(x, /, min=None, max=None):  # noqa: A002 - the standard's names
+def clip(x: HostPtrArray, /, min: HostPtrArray | int | float | None = None,  # noqa: A002
+         max: HostPtrArray | int | float | None = None) -> HostPtrArray:  # noqa: A002
     if type(x) is not HPA:
         raise _operand_error(x)
     a = x._host()
@@ -496,6 +497,11 @@ def _docstring(name: str, params: str, example: str) -> str:
     return f"{what}\n\n    Examples\n    --------\n{example}\n    "
 
 
+Operand = HostPtrArray | bool | int | float | complex
+_UNARY_HINTS = {"x": HostPtrArray, "return": HostPtrArray}
+_BINARY_HINTS = {"x1": Operand, "x2": Operand, "return": HostPtrArray}
+
+
 def _install() -> None:
     g = globals()
     for name, fn, params, ops, _ in TABLE:
@@ -503,6 +509,7 @@ def _install() -> None:
             f = clip
         else:
             f = _make_unary(fn) if params == UNARY else _make_binary(fn)
+            f.__annotations__ = dict(_UNARY_HINTS if params == UNARY else _BINARY_HINTS)
         f.__name__ = f.__qualname__ = name
         f.__module__ = "hostarray"
         g[name] = f
