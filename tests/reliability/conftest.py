@@ -84,6 +84,12 @@ def driver_library(extra: Path, stem: str) -> Path:
     return libs[0]
 
 
+def system_icd_libraries() -> list[Path]:
+    """The driver libraries this machine's own ICD files name (/etc/OpenCL/vendors)."""
+    return [Path(p.read_text().strip())
+            for p in sorted(Path("/etc/OpenCL/vendors").glob("*.icd"))]
+
+
 def vendors_dir(tmp: Path, libraries: list[Path]) -> Path:
     """A folder of .icd files naming ``libraries`` by absolute path."""
     d = tmp / "vendors"

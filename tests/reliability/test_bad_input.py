@@ -23,7 +23,14 @@ import pytest
 import hostarray as ha
 from hostarray import hostptr
 
-from .conftest import ROOT, driver_library, extra_drivers, run_python, vendors_dir
+from .conftest import (
+    ROOT,
+    driver_library,
+    extra_drivers,
+    run_python,
+    system_icd_libraries,
+    vendors_dir,
+)
 
 pytestmark = pytest.mark.device
 
@@ -451,8 +458,8 @@ def test_broken_driver_is_left_out_with_a_warning(tmp_path: Path) -> None:
     for h in headers:
         h.write_text('#error "this driver install is damaged"\n')
     broken_lib = broken / lib.relative_to(extra)
-    system_icds = sorted(Path("/etc/OpenCL/vendors").glob("*.icd"))
-    libs = [Path(p.read_text().strip()) for p in system_icds] + [broken_lib]
+    system_icds = system_icd_libraries()
+    libs = system_icds + [broken_lib]
     env = {"OCL_ICD_VENDORS": str(vendors_dir(tmp_path, libs)),
            "POCL_CACHE_DIR": str(tmp_path / "cache")}  # no kernel cached by a working copy
     r = run_python(BROKEN_DRIVER_CHECK, env=env, timeout=300)

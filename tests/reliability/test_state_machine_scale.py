@@ -14,6 +14,8 @@ CI; ``--thorough`` / ``HOSTARRAY_THOROUGH=1`` runs at least 10,000 steps
 from __future__ import annotations
 
 import gc
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,14 @@ from hypothesis.stateful import (
 import hostarray as ha
 from hostarray import hostptr
 
-from .conftest import SPIN_SRC
+from .conftest import (
+    SPIN_SRC,
+    driver_library,
+    extra_drivers,
+    run_python,
+    system_icd_libraries,
+    vendors_dir,
+)
 
 pytestmark = pytest.mark.device
 
@@ -331,6 +340,8 @@ class ScaleMachine(RuleBasedStateMachine):
 
 def test_state_machine_at_scale(cl_device: ha.Device, thorough: bool) -> None:
     devs = [d for d in ha.devices() if d.framework == "opencl"][:2]
+    want = int(os.environ.get("HOSTARRAY_EXPECT_OPENCL_DEVICES", "1"))
+    assert len(devs) >= want, f"expected {want} OpenCL devices, found {devs}"
     ScaleMachine.devices = devs
     ScaleMachine.steps = 0
     examples, steps = (250, 60) if thorough else (20, 30)
@@ -359,3 +370,24 @@ def test_write_only_partial_view_keeps_the_rest(cl_device: ha.Device) -> None:
     want = data.copy()
     want[2 * g:3 * g] = -1.0
     np.testing.assert_array_equal(np.array(x, copy=True), want)
+
+
+def test_state_machine_on_two_opencl_devices(tmp_path: Path, thorough: bool) -> None:
+    """The machine again, in a subprocess that also sees the PyPI PoCL as a second
+    OpenCL device: one storage then has buffers on two devices, and a launch on
+    one after a launch on the other must acquire from the first and publish to
+    the second."""
+    extra = extra_drivers()
+    if extra is None:
+        pytest.skip("set HOSTARRAY_OCL_EXTRA to a folder with pocl-binary-distribution")
+    libs = system_icd_libraries() + [driver_library(extra, "pocl")]
+    env = {"OCL_ICD_VENDORS": str(vendors_dir(tmp_path, libs)),
+           "HOSTARRAY_EXPECT_OPENCL_DEVICES": "2", "HOSTARRAY_THOROUGH": "1" if thorough else "0"}
+    here = Path(__file__).resolve()
+    r = run_python("import sys, pytest\n"
+                   f"sys.exit(pytest.main(['-q', '-s', '-p', 'no:cacheprovider', "
+                   f"'{here}::test_state_machine_at_scale']))\n", env=env, timeout=1800)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    steps = [ln for ln in r.stdout.splitlines() if ln.startswith("state machine:")]
+    assert steps and "opencl:1:0" in steps[0], r.stdout[-2000:]
+    print("\n" + steps[0])
