@@ -57,6 +57,11 @@ def main(variant: str) -> None:
     if "pair" in steps:  # just two overlapping sub-buffers
         subs = [parent.get_sub_region(g, 8 * g), parent.get_sub_region(2 * g, 8 * g)]
         spans = [(g, 9 * g), (2 * g, 10 * g)]
+    for tok in steps:  # sizeNNN: 30 disjoint sub-buffers of NNN bytes at aligned offsets
+        if tok.startswith("size"):
+            nb = int(tok[4:])
+            subs = [parent.get_sub_region(i * g, nb) for i in range(1, 31)]
+            spans = [(i * g, i * g + nb) for i in range(1, 31)]
     other = cl.Buffer(ctx, mf.READ_WRITE, n * 4)
     say(variant, "created", len(subs), "sub-buffers")
     for round_ in range(3):
