@@ -415,6 +415,9 @@ def _make_inplace(fn: Any) -> Any:
             b = other
         else:
             return NotImplemented
+        if not self._a.flags.writeable:  # refused before the coherence state is touched
+            raise ValueError("this array is read-only (read-only memory or a broadcast view); "
+                             "use the out-of-place operator or a copy")
         s = self._s
         # under the storage lock: another thread's whole-storage publish or acquire must
         # not interleave with this write (it would be lost on a copied/mapped link)
