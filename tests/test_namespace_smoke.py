@@ -188,3 +188,11 @@ def test_generated_docstring_examples_run() -> None:
             runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.attempted >= 2 * len(TABLE) and result.failed == 0
+
+
+def test_in_place_operator_on_read_only_view_is_refused() -> None:
+    x = ha.asarray([1.0, 2.0])
+    b = ha.broadcast_to(x, (2, 2))
+    with pytest.raises(ValueError, match="read-only"):
+        b += 1.0
+    np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])
