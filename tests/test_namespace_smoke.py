@@ -196,3 +196,11 @@ def test_in_place_operator_on_read_only_view_is_refused() -> None:
     with pytest.raises(ValueError, match="read-only"):
         b += 1.0
     np.testing.assert_array_equal(np.asarray(x), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("make", [lambda: ha.empty(-1), lambda: ha.zeros((2, -1)),
+                                  lambda: ha.full(-2, 1), lambda: ha.ones((3, -3)),
+                                  lambda: ha.eye(2, -1)])
+def test_negative_dimensions_are_refused(make) -> None:
+    with pytest.raises(ValueError, match="negative"):
+        make()

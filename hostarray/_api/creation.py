@@ -23,7 +23,10 @@ def _dtype(dtype: Any) -> np.dtype | None:
 
 
 def _shape(shape: int | tuple[int, ...]) -> tuple[int, ...]:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if any(n < 0 for n in shp):
+        raise ValueError(f"negative dimensions are not allowed: {shp}")
+    return shp
 
 
 def _result_device(device: Any) -> Device:
@@ -269,6 +272,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     """
     dt = np.dtype(np.float64 if dtype is None else dtype)
     m = n_rows if n_cols is None else n_cols
+    _shape((n_rows, m))
     a = _aligned((n_rows, m), dt)
     a.fill(0)
     if -n_rows < k < m:
