@@ -19,7 +19,11 @@ __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like
 
 
 def _dtype(dtype: Any) -> np.dtype | None:
-    return None if dtype is None else np.dtype(dtype)
+    if dtype is None:
+        return None
+    dt = np.dtype(dtype)
+    _check_dtype(dt)
+    return dt
 
 
 def _shape(shape: int | tuple[int, ...]) -> tuple[int, ...]:
@@ -106,7 +110,7 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     >>> ha.empty((2, 3)).shape
     (2, 3)
     """
-    dt = np.dtype(np.float64 if dtype is None else dtype)
+    dt = _dtype(np.float64 if dtype is None else dtype)
     shp = _shape(shape)
     n = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
     a = aligned_empty(n).view(dt).reshape(shp)
@@ -123,7 +127,7 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     >>> print(ha.zeros(3))
     [0. 0. 0.]
     """
-    dt = np.dtype(np.float64 if dtype is None else dtype)
+    dt = _dtype(np.float64 if dtype is None else dtype)
     a = aligned_zeros(_shape(shape), dt)
     return _new(a, Storage(a), _result_device(device))
 
@@ -168,7 +172,7 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     >>> ha.full((2,), 7)
     HostPtrArray([7, 7], dtype=int64)
     """
-    dt = _scalar_dtype(fill_value) if dtype is None else np.dtype(dtype)
+    dt = _scalar_dtype(fill_value) if dtype is None else _dtype(dtype)
     a = _aligned(_shape(shape), dt)
     a.fill(_fill_value(fill_value))
     return _new(a, Storage(a), _result_device(device))
@@ -270,7 +274,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     HostPtrArray([[0, 1, 0],
                   [0, 0, 1]], dtype=int8)
     """
-    dt = np.dtype(np.float64 if dtype is None else dtype)
+    dt = _dtype(np.float64 if dtype is None else dtype)
     m = n_rows if n_cols is None else n_cols
     _shape((n_rows, m))
     a = _aligned((n_rows, m), dt)
