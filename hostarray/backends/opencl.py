@@ -188,15 +188,10 @@ class OpenCLBuffer:
     def handle(self, offset: int, nbytes: int) -> cl.Buffer:
         if offset == 0:
             return self.buf
-        # Whole alignment units (up to the buffer's end): NVIDIA's driver (580.159) segfaults
-        # releasing used sub-buffers that overlap inside a unit (benchmarks/probe_release.py).
-        # A larger region is harmless: views start on unit boundaries, kernels index the view.
-        unit = max(1, self.runtime.cl_device.mem_base_addr_align // 8)
-        size = min(-(-max(nbytes, 1) // unit) * unit, self.nbytes - offset)
-        key = (offset, size)
+        key = (offset, nbytes)
         sub = self.subs.get(key)
         if sub is None:
-            sub = self.subs[key] = self.buf.get_sub_region(offset, size)
+            sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
         return sub
 
     def release(self) -> None:
