@@ -13,6 +13,7 @@ from .._array import HostPtrArray, _new, _shareable, aligned_copy, aligned_zeros
 from .._devices import HOST, Device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
+from ._common import dev_of, device_of, host
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
@@ -139,7 +140,7 @@ def _aligned(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 
 def _like_device(x: HostPtrArray, device: Any) -> Device:
-    return x._device if device is None else _parse_device(device)
+    return dev_of(x) if device is None else _parse_device(device)
 
 
 def _scalar_dtype(value: Any) -> np.dtype:
@@ -314,9 +315,8 @@ def meshgrid(*arrays: HostPtrArray, indexing: str = "xy") -> tuple[HostPtrArray,
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
-    from ._common import device_of
     dev = device_of(*arrays)
-    grids = np.meshgrid(*(a._host() for a in arrays), indexing=indexing)
+    grids = np.meshgrid(*(host(a) for a in arrays), indexing=indexing)
     return tuple(wrap(g, dev) for g in grids)
 
 
@@ -330,7 +330,7 @@ def tril(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
     HostPtrArray([[1, 0],
                   [1, 1]], dtype=int8)
     """
-    return wrap(np.tril(x._host(), k=k), x._device)
+    return wrap(np.tril(host(x), k=k), dev_of(x))
 
 
 def triu(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
@@ -343,5 +343,5 @@ def triu(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
     HostPtrArray([[1, 1],
                   [0, 1]], dtype=int8)
     """
-    return wrap(np.triu(x._host(), k=k), x._device)
+    return wrap(np.triu(host(x), k=k), dev_of(x))
 
