@@ -204,3 +204,15 @@ def test_in_place_operator_on_read_only_view_is_refused() -> None:
 def test_negative_dimensions_are_refused(make) -> None:
     with pytest.raises(ValueError, match="negative"):
         make()
+
+
+def test_two_different_devices_in_one_call_are_refused() -> None:
+    # join_devices only compares device records; two OpenCL devices need not exist here
+    from hostarray._api._common import join_devices
+
+    cpu = ha.device("cpu")
+    a = ha.Device("opencl", "opencl:7:0", "first", "GPU", 128, 1 << 30, False)
+    b = ha.Device("opencl", "opencl:7:1", "second", "GPU", 128, 1 << 30, False)
+    assert join_devices(cpu, a) is a and join_devices(a, cpu) is a and join_devices(a, a) is a
+    with pytest.raises(ValueError, match="different devices"):
+        join_devices(a, b)
