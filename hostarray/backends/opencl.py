@@ -162,7 +162,7 @@ class OpenCLBuffer:
         self.host = host  # keeps the host memory alive while the buffer exists
         self.link = link
         self.nbytes = host.nbytes
-        self.subs: dict[tuple[int, int], cl.Buffer] = {}
+        self.subs: dict[int, cl.Buffer] = {}
 
     def publish(self) -> tuple[Any, int]:
         q = self.runtime.queue
@@ -188,10 +188,12 @@ class OpenCLBuffer:
     def handle(self, offset: int, nbytes: int) -> cl.Buffer:
         if offset == 0:
             return self.buf
-        key = (offset, nbytes)
-        sub = self.subs.get(key)
+        # One sub-buffer per offset, reaching to the end of the allocation: views of any
+        # length at that offset share it.  NVIDIA's driver was seen to crash releasing many
+        # partly overlapping sub-buffers of one parent; nested suffixes did not.
+        sub = self.subs.get(offset)
         if sub is None:
-            sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
+            sub = self.subs[offset] = self.buf.get_sub_region(offset, self.nbytes - offset)
         return sub
 
     def release(self) -> None:
