@@ -77,8 +77,12 @@ def run(repeat: int = 7, clock: Callable[[], float] = time.process_time) -> list
                 calls[name] = (timeit.Timer(fn, timer=clock),
                                _calls_for(fn, 0.02 if size == SMALL else 0.2, clock))
             samples: dict[str, list[float]] = {name: [] for name in libs}
-            for _ in range(repeat):
-                for name, (timer, number) in calls.items():
+            order = list(calls)
+            for i in range(repeat):
+                # rotate who goes first: allocator and cache state left by the previous
+                # library's calls then bias no library systematically
+                for name in order[i % 3:] + order[:i % 3]:
+                    timer, number = calls[name]
                     samples[name].append(timer.timeit(number) / number)
             row: dict[str, Any] = {"op": op, "size": size}
             row.update({name: statistics.median(v) for name, v in samples.items()})
