@@ -58,8 +58,6 @@ DEVIATIONS: dict[str, str] = {
         "Accepts every key numpy accepts; basic indexing returns a view, a full integer "
         "index a 0-D copy."),
     "HostPtrArray.__bool__": "Any size-1 array converts (numpy), not only 0-D ones.",
-    "HostPtrArray.__int__": "Any size-1 array converts (numpy), not only 0-D ones.",
-    "HostPtrArray.__float__": "Any size-1 array converts (numpy), not only 0-D ones.",
     "HostPtrArray.__rshift__": "The result's data type follows type promotion (as "
                                "``bitwise_right_shift``), not always ``self``'s.",
     "HostPtrArray.__lshift__": "The result's data type follows type promotion (as "
