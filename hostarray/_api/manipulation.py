@@ -36,6 +36,8 @@ def broadcast_arrays(*arrays: HostPtrArray) -> tuple[HostPtrArray, ...]:
     """
     device_of(*arrays)
     views = np.broadcast_arrays(*(host(a) for a in arrays))
+    for v in views:
+        v.flags.writeable = False  # as broadcast_to: a write would hit repeated elements
     return tuple(_view(a, v) for a, v in zip(arrays, views))
 
 
