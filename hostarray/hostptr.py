@@ -260,15 +260,25 @@ class _RawUse:
         self.x, self.dev, self.access = x, dev, access
 
     def __enter__(self) -> Any:
-        s = self.x._s
-        buf = ensure_buffer(self.x, self.dev)
+        x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
+        # refused before anything is created or published (a refused call changes nothing)
+        if not a.flags.c_contiguous:
+            raise NotHostBacked(id(x), "a non-contiguous view is not one buffer range")
+        off = (a.__array_interface__["data"][0] - s.address) if a.size else 0
+        if off % dev.alignment:
+            raise Refused(dev, Refusal("alignment", address=s.address + off,
+                                       required=dev.alignment))
+        if "w" in self.access and not a.flags.writeable:
+            raise BadLaunch("cl_buffer", f"the array is read-only but access {self.access!r} "
+                                         f"lets the device write it; use access='r'")
+        buf = ensure_buffer(x, dev)
         with s.lock:
-            if "r" in self.access:
-                s.prepare_device_read(self.dev)
+            # write-only skips the publish only when the whole storage is overwritten
+            if "r" in self.access or a.nbytes != s.nbytes:
+                s.prepare_device_read(dev)
             else:
-                s.prepare_device_write(self.dev)
-        off = self.x._a.__array_interface__["data"][0] - s.address
-        return buf.handle(off, self.x._a.nbytes)
+                s.prepare_device_write(dev)
+        return buf.handle(off, a.nbytes)
 
     def __exit__(self, *exc: Any) -> None:
         import pyopencl as cl
