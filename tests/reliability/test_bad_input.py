@@ -237,6 +237,21 @@ def _device_spec(spec: Any) -> Callable[..., Any]:
     return setup
 
 
+def _raw_buffer(view_of: Callable[[ha.HostPtrArray], ha.HostPtrArray], access: str = "rw",
+                read_only: bool = False) -> Callable[..., Any]:
+    def setup(dev, prg):
+        a = aligned(256, dev)
+        if read_only:
+            a.flags.writeable = False
+        x = hostptr.of_numpy(dev, a)
+
+        def use() -> None:
+            with hostptr.cl_buffer(view_of(x), dev, access):
+                pass
+        return use, [x]
+    return setup
+
+
 def _program_on_missing_device(dev, prg):
     return (lambda: ha.Program(SRC, device="opencl:99:0")), []
 
@@ -289,6 +304,12 @@ CASES = [
     Case("global size zero", hostptr.BadLaunch, r"must be positive", _non_positive_global_size),
     Case("global size with four dimensions", hostptr.BadLaunch, r"take 1 to 3",
          _too_many_dimensions),
+    Case("cl_buffer of a non-contiguous view", hostptr.NotHostBacked, r"contiguous copy",
+         _raw_buffer(lambda x: x[::2])),
+    Case("cl_buffer of a view at a misaligned offset", hostptr.Refused,
+         r"not aligned.*copy=True", _raw_buffer(lambda x: x[1:9])),
+    Case("cl_buffer with write access to read-only memory", hostptr.BadLaunch,
+         r"read-only.*access='r'", _raw_buffer(lambda x: x, "w", read_only=True)),
     Case("kernel that fails to build", hostptr.BuildFailed, r"no_such_name", _build_fails),
     Case("kernel name not in the program", AttributeError, r"has no kernel", _unknown_kernel),
     Case("device string that does not parse", hostptr.InvalidDevice, r"use 'cpu', 'opencl'",
@@ -346,6 +367,23 @@ def test_freed_array_used_in_a_launch_gets_a_new_buffer(cl_device, prg) -> None:
     prg.set(32, x, 4)  # re-creates the buffer over the same memory
     assert hostptr.host_link(x, cl_device) is not None
     np.testing.assert_array_equal(np.array(x, copy=True), [4] * 32 + [3] * 32)
+
+
+def test_cl_buffer_write_only_on_part_of_an_array_keeps_the_rest(cl_device) -> None:
+    """Like ha.write on a view: raw pyopencl writing part of an array must not
+    make the device's stale copy of the rest the newest data."""
+    import pyopencl as cl
+
+    g = cl_device.alignment // 4
+    data = np.arange(4 * g, dtype=np.float32)
+    x = ha.asarray(data, device=cl_device, copy=True)
+    hostptr.attach(x, cl_device)  # a fresh buffer: holds nothing yet on a copied link
+    with hostptr.cl_buffer(x[g:2 * g], cl_device, "w") as buf:
+        cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(-1), 0, 4 * g)
+    hostptr.free_buffer(x, cl_device)
+    want = data.copy()
+    want[g:2 * g] = -1
+    np.testing.assert_array_equal(np.array(x, copy=True), want)
 
 
 def test_read_only_memory_attaches_and_kernels_read_it(cl_device, prg) -> None:
