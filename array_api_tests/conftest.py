@@ -44,7 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "thorough" if thorough(config) else "fast"
-    return [f"array_api_tests: {mode} mode, {settings().max_examples} examples per test"]
+    where = os.environ.get("HOSTARRAY_SUITE_DEVICE") or "cpu"
+    return [f"array_api_tests: {mode} mode, {settings().max_examples} examples per test, "
+            f"differential inputs on {where}"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

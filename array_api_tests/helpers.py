@@ -28,6 +28,11 @@ CALLS: Counter = Counter()
 REJECTED: Counter = Counter()
 
 
+# HOSTARRAY_SUITE_DEVICE=opencl (or any device spec) puts the inputs of every differential
+# call on that device: each result must then be on it too, with the host's values.
+SUITE_DEVICE = os.environ.get("HOSTARRAY_SUITE_DEVICE") or None
+
+
 def _current_test() -> str:
     return os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
 
@@ -174,11 +179,26 @@ def differential(name: str, *args: Any, _module: tuple[Any, Any] = (ha, xps),
             REJECTED[test] += 1
             reject()
     f = ha_fn(name, _module[0])
+    if _device is None and SUITE_DEVICE is not None:
+        _device = ha.device(SUITE_DEVICE)
     with np.errstate(all="ignore"):
         got = f(*to_ha(args, _device), **{k: to_ha(v, _device) for k, v in kwargs.items()})
+    # results follow the inputs' device; without array inputs they go to the default device
+    expected = (ha.device(_device) if _device is not None and _has_array((args, kwargs))
+                else ha.default_device())
     if _check is not None:
         _check(got, want)
     else:
-        assert_like(got, want, device=HOST if _device is None else ha.device(_device),
-                    rtol=_rtol, atol=_atol, signed_zeros=_signed_zeros, msg=name)
+        assert_like(got, want, device=expected, rtol=_rtol, atol=_atol,
+                    signed_zeros=_signed_zeros, msg=name)
     return got
+
+
+def _has_array(a: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return True
+    if isinstance(a, dict):
+        return any(_has_array(v) for v in a.values())
+    if isinstance(a, (list, tuple)):
+        return any(_has_array(v) for v in a)
+    return False
