@@ -10,7 +10,10 @@ Run::
     python -m pytest array_api_tests --thorough            # 10x the examples
     HOSTARRAY_THOROUGH=1 python -m pytest array_api_tests  # the same
     HOSTARRAY_LINK=copied python -m pytest array_api_tests -m device  # bytes really move
+    HOSTARRAY_SUITE_DEVICE=opencl python -m pytest array_api_tests    # inputs on the device
 
 Tests that need the OpenCL device are marked ``device``; without one they skip, unless
-``HOSTARRAY_REQUIRE_DEVICE=1``.
+``HOSTARRAY_REQUIRE_DEVICE=1``. With ``HOSTARRAY_SUITE_DEVICE`` every differential call puts its
+inputs on that device and checks the results are there too. The summary lists tests whose drawn
+inputs array_api_strict mostly rejected (``HOSTARRAY_REJECT_SHARE``, default 0.5).
 """
