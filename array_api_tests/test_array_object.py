@@ -319,6 +319,13 @@ def test_getitem_edge_cases() -> None:
     _check_getitem(np.asarray(3.5), None)
 
 
+@pytest.mark.parametrize("key", [(..., ...), (0, 0, 0), (slice(None), 0, 1), (..., 0, 0, 0)])
+def test_getitem_invalid_keys_raise(key) -> None:
+    # one ellipsis at most; no more indices than dimensions (2-D here)
+    with pytest.raises(IndexError):
+        ha.asarray(np.zeros((2, 3)))[key]
+
+
 def test_getitem_out_of_range_raises() -> None:
     with pytest.raises(IndexError):
         ha.asarray(np.arange(3))[3]
