@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 import threading
 import weakref
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,6 +26,9 @@ from ._stats import COUNTERS
 __all__ = ["PAGE_SIZE", "PAD", "Storage", "aligned_empty", "address_of"]
 
 PAGE_SIZE = mmap.PAGESIZE
+# Called with a device key after the host acquired from that device (so every launch
+# issued there before has finished); hostarray.kernels lets go of finished launches.
+AFTER_DEVICE_SYNC: list[Callable[[Hashable], None]] = []
 PAD = 64  # allocations are padded to a multiple of a cache line
 
 
@@ -125,6 +128,8 @@ class Storage:
         moved = self.buffers[key].acquire()
         self.coh.acquired(key)
         COUNTERS.add(acquires=1, bytes_acquired=moved)
+        for hook in AFTER_DEVICE_SYNC:
+            hook(key)
         self._raise_if_failed(launches, key)
 
     def _publish_to(self, key: Hashable) -> None:

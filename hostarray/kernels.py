@@ -24,6 +24,7 @@ from ._devices import device as _parse_device
 from ._devices import devices as _devices
 from ._errors import BadLaunch, DeviceUnavailable, LaunchFailed
 from ._stats import COUNTERS
+from ._storage import AFTER_DEVICE_SYNC
 from .backends.opencl import build_program
 from .hostptr import _check_shareable as check_shareable
 from .hostptr import ensure_buffer
@@ -142,13 +143,31 @@ class _Pending:
 
     def add(self, launch: Launch) -> None:
         with self.lock:
-            q = self.launches
-            while q and (not q[0]._keep or q[0].done):
-                q.popleft()._keep = []
-            q.append(launch)
+            self._prune()
+            self.launches.append(launch)
+
+    def _prune(self) -> None:
+        q = self.launches
+        while q and (not q[0]._keep or q[0].done):
+            q.popleft()._keep = []
+
+    def prune(self) -> None:
+        with self.lock:
+            self._prune()
 
 
 _PENDING: dict[Device, _Pending] = {}
+
+
+def _after_device_sync(key: Any) -> None:
+    # The host just synchronised with device ``key`` (an in-order queue: every
+    # launch issued there before is finished): let go of the memory they kept.
+    pending = _PENDING.get(key)
+    if pending is not None:
+        pending.prune()
+
+
+AFTER_DEVICE_SYNC.append(_after_device_sync)
 
 
 class Kernel:
