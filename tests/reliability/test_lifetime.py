@@ -82,6 +82,30 @@ def test_dropped_array_stays_alive_until_its_launch_ends(prg, cl_device: ha.Devi
     assert storage() is None, "a finished launch kept its storage alive"
 
 
+def test_dropped_array_is_released_once_the_host_synced(prg, cl_device) -> None:
+    """A finished launch does not keep a dropped array's memory until some later
+    launch: an acquire from the device (which finishes every earlier launch
+    there) lets go of it."""
+    n = 4096
+    x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    prg.spin_add(n, x, 1.0, 0)
+    np.testing.assert_array_equal(np.array(x, copy=True), np.ones(n, np.float32))
+    storage = weakref.ref(x._s)
+    del x
+    gc.collect()
+    assert storage() is None, "a finished launch kept a dropped array alive"
+    # dropped unread: released when the host syncs with the device through another array
+    y = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    z = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    prg.spin_add(n, z, 1.0, 0)
+    prg.spin_add(n, y, 1.0, 0)
+    storage = weakref.ref(z._s)
+    del z
+    np.array(y, copy=True)
+    gc.collect()
+    assert storage() is None, "a finished launch kept a dropped array alive"
+
+
 def test_view_keeps_data_of_dropped_array_written_by_a_launch(prg, cl_device) -> None:
     n = 8192
     x = ha.zeros(n, dtype=ha.float32, device=cl_device)
