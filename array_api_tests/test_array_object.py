@@ -87,7 +87,18 @@ def test_binary_operator(name, data) -> None:
     with np.errstate(all="ignore"):
         got = op(ha.asarray(a), ha.asarray(b))
     assert_like(got, want, msg=f"__{name}__")
-    assert got.dtype == strat.promote(a.dtype, b.dtype)  # the spec's promotion table
+    if name not in ("lshift", "rshift"):  # see test_shift_operator_dtype_is_self's
+        assert got.dtype == strat.promote(a.dtype, b.dtype)  # the spec's promotion table
+
+
+@pytest.mark.xfail(strict=True, reason="deviation (hostarray._api.DEVIATIONS, "
+                   "HostPtrArray.__lshift__/__rshift__): the result dtype follows type promotion "
+                   "as bitwise_left_shift does; the array object page says self's dtype")
+@pytest.mark.parametrize("op", [operator.lshift, operator.rshift])
+def test_shift_operator_dtype_is_self(op) -> None:
+    x = ha.asarray(np.array([1, 2], dtype=np.int8))
+    y = ha.asarray(np.array([1, 1], dtype=np.int16))
+    assert op(x, y).dtype == ha.int8
 
 
 @pytest.mark.parametrize("name", sorted(BINARY_OPS))
