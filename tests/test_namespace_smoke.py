@@ -250,3 +250,19 @@ def test_namespace_functions_read_kernel_results(cl_device: ha.Device, name: str
     for g, w in zip(got_t, want_t):
         assert g.device == cl_device
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+@pytest.mark.device
+def test_creation_without_device_uses_the_default_device(cl_device: ha.Device) -> None:
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, hostarray as ha\n"
+            "d = ha.__array_namespace_info__().default_device()\n"
+            "made = [ha.zeros(2), ha.full(2, 1.0), ha.arange(3), ha.eye(2), ha.linspace(0, 1, 3),\n"
+            "        ha.asarray([1, 2]), ha.fft.fftfreq(4)]\n"
+            "print(str(d), sorted({str(x.device) for x in made}))\n")
+    env = {**__import__("os").environ, "HOSTARRAY_DEVICE": str(cl_device)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split(maxsplit=1)
+    assert out[0] == str(cl_device) and out[1].strip() == repr([str(cl_device)])

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
 from .._devices import HOST, Device
+from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
 from .._storage import Storage
 
@@ -75,10 +76,10 @@ def device_of(*xs: Any) -> Device:
     return d
 
 
-def out_device(device: Any, default: Device = HOST) -> Device:
-    """A ``device=`` argument as a Device (``None``: ``default``)."""
+def out_device(device: Any, default: Device | None = None) -> Device:
+    """A ``device=`` argument as a Device (``None``: ``default``, else the default device)."""
     if device is None:
-        return default
+        return _default_device() if default is None else default
     if type(device) is Device:
         return device
     return _parse_device(device)

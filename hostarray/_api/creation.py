@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, _shareable, aligned_copy, aligned_zeros, wrap
-from .._devices import HOST, Device
+from .._devices import Device
+from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
 from ._common import dev_of, device_of, host
@@ -35,7 +36,9 @@ def _shape(shape: int | tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _result_device(device: Any) -> Device:
-    return HOST if device is None else _parse_device(device)
+    """``device`` as a Device; ``None`` is the default device (``HOSTARRAY_DEVICE``, else
+    the host), as ``__array_namespace_info__().default_device()`` reports it."""
+    return _default_device() if device is None else _parse_device(device)
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
