@@ -460,3 +460,18 @@ def test_setitem_after_kernel_write(cl_device) -> None:
     x[0] = 5.0
     np.testing.assert_array_equal(np.asarray(x), [5.0] + [1.0] * 7)
     assert float(x[1]) == 1.0
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("op", [operator.iadd, operator.imul, operator.isub, operator.itruediv])
+def test_inplace_after_kernel_write(op, cl_device) -> None:
+    # an in-place operator reads x: the kernel's values must be acquired first
+    x = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    ha.Program("__kernel void two(__global float *a) { a[get_global_id(0)] = 2.0f; }",
+               device=cl_device).two((8,), x)
+    view = x[2:6]
+    np.testing.assert_array_equal(np.asarray(view), np.full(4, 2.0, np.float32))
+    op(x, 4.0)
+    want = op(np.full(8, 2.0, np.float32), np.float32(4.0))
+    np.testing.assert_array_equal(np.asarray(x), want)
+    np.testing.assert_array_equal(np.asarray(view), want[2:6])
