@@ -35,18 +35,34 @@ def thorough(config: pytest.Config) -> bool:
     return bool(config.getoption("--thorough")) or os.environ.get("HOSTARRAY_THOROUGH") == "1"
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def _suite_settings(config: pytest.Config) -> settings:
     # An explicit --hypothesis-profile on the command line wins.
     if config.getoption("hypothesis_profile", None):
-        return
-    settings.load_profile("hostarray-thorough" if thorough(config) else "hostarray-fast")
+        return settings()
+    return settings.get_profile("hostarray-thorough" if thorough(config)
+                                else "hostarray-fast")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The profile applies to this suite's tests only (not loaded globally, so tests/ keeps
+    # its own hypothesis settings when both run in one session).
+    suite = _suite_settings(config)
+    here = os.path.dirname(os.path.abspath(__file__))
+    done: set[int] = set()
+    for item in items:
+        fn = getattr(item, "obj", None)
+        if (fn is None or not getattr(fn, "is_hypothesis_test", False) or id(fn) in done
+                or not os.path.abspath(str(item.path)).startswith(here + os.sep)):
+            continue
+        done.add(id(fn))
+        settings(suite)(fn)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "thorough" if thorough(config) else "fast"
     where = os.environ.get("HOSTARRAY_SUITE_DEVICE") or "cpu"
-    return [f"array_api_tests: {mode} mode, {settings().max_examples} examples per test, "
-            f"differential inputs on {where}"]
+    return [f"array_api_tests: {mode} mode, {_suite_settings(config).max_examples} examples "
+            f"per test, differential inputs on {where}"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

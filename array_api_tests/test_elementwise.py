@@ -135,19 +135,17 @@ def test_binary_python_scalar(name: str, data) -> None:
     assert got.shape == a.shape
 
 
-def test_clip_differential() -> None:
-    @given(data=st.data())
-    def run(data) -> None:
-        dt = data.draw(strat.dtypes("real"), label="dtype")
-        x = data.draw(strat.arrays(dt, finite=dt.kind == "f"), label="x")
-        lo = data.draw(st.none() | strat.python_scalars(dt), label="min")
-        hi = data.draw(st.none() | strat.python_scalars(dt), label="max")
-        use_arrays = data.draw(st.booleans(), label="min/max as arrays")
-        if use_arrays and lo is not None and hi is not None:
-            lo, hi = np.asarray(lo, dtype=dt), np.asarray(hi, dtype=dt)
-        got = differential("clip", x, min=lo, max=hi)
-        assert got.dtype == dt  # clip keeps x's dtype
-    run()
+@given(data=st.data())
+def test_clip_differential(data) -> None:
+    dt = data.draw(strat.dtypes("real"), label="dtype")
+    x = data.draw(strat.arrays(dt, finite=dt.kind == "f"), label="x")
+    lo = data.draw(st.none() | strat.python_scalars(dt), label="min")
+    hi = data.draw(st.none() | strat.python_scalars(dt), label="max")
+    use_arrays = data.draw(st.booleans(), label="min/max as arrays")
+    if use_arrays and lo is not None and hi is not None:
+        lo, hi = np.asarray(lo, dtype=dt), np.asarray(hi, dtype=dt)
+    got = differential("clip", x, min=lo, max=hi)
+    assert got.dtype == dt  # clip keeps x's dtype
 
 
 @pytest.mark.parametrize("name", ["add", "multiply", "subtract", "divide", "pow", "maximum",
@@ -178,23 +176,22 @@ def test_comparison_and_logical_dtypes(name: str) -> None:
 
 @pytest.mark.device
 @pytest.mark.parametrize("name", ["sqrt", "negative", "isnan", "round", "abs"])
-def test_unary_on_device(name: str, cl_device) -> None:
-    @given(x=strat.arrays(strat.dtypes(UNARY[name][0]), min_dims=1, min_side=1))
-    def run(x: np.ndarray) -> None:
-        differential(name, x, _device=cl_device)
-    run()
+@given(data=st.data())
+def test_unary_on_device(name: str, cl_device, data) -> None:
+    x = data.draw(strat.arrays(strat.dtypes(UNARY[name][0]), min_dims=1, min_side=1),
+                  label="x")
+    differential(name, x, _device=cl_device)
 
 
 @pytest.mark.device
 @pytest.mark.parametrize("name", ["add", "multiply", "less", "maximum", "pow"])
-def test_binary_on_device(name: str, cl_device) -> None:
-    @given(ab=strat.binary_arrays(BINARY[name][0], max_dims=2))
-    def run(ab) -> None:
-        a, b = _prepare_binary(name, *ab)
-        if a.dtype.kind == "c" or b.dtype.kind == "c":
-            a, b = np.nan_to_num(a), np.nan_to_num(b)
-        differential(name, a, b, _device=cl_device)
-    run()
+@given(data=st.data())
+def test_binary_on_device(name: str, cl_device, data) -> None:
+    a, b = _prepare_binary(name, *data.draw(strat.binary_arrays(BINARY[name][0], max_dims=2),
+                                            label="x1, x2"))
+    if a.dtype.kind == "c" or b.dtype.kind == "c":
+        a, b = np.nan_to_num(a), np.nan_to_num(b)
+    differential(name, a, b, _device=cl_device)
 
 
 @pytest.mark.device
