@@ -13,8 +13,9 @@ from __future__ import annotations
 import mmap
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,10 @@ def aligned_empty(nbytes: int) -> np.ndarray:
     return raw[start:start + padded][:nbytes]
 
 
+_LOCK_CREATION = threading.Lock()
+_NO_BUFFERS: Mapping[Hashable, Any] = MappingProxyType({})  # shared, read-only
+
+
 class Storage:
     """One host allocation, its device buffers and its coherence state.
 
@@ -60,17 +65,30 @@ class Storage:
     device buffer).
     """
 
-    __slots__ = ("base", "lock", "coh", "buffers", "host_stale", "host_exclusive",
+    __slots__ = ("base", "_lock", "coh", "buffers", "host_stale", "host_exclusive",
                  "__weakref__")
 
     def __init__(self, base: np.ndarray) -> None:
+        # Every array operation makes a Storage for its result: the lock and the
+        # buffer dict are created only when a device or a thread needs them.
         self.base = base
-        self.lock = threading.RLock()
+        self._lock: threading.RLock | None = None
         self.coh: Coherence | None = None  # created on the first device buffer
-        self.buffers: dict[Hashable, Any] = {}
+        self.buffers: Mapping[Hashable, Any] = _NO_BUFFERS
         # Mirrors of the coherence flags, read without the lock on every access.
         self.host_stale = False
         self.host_exclusive = True
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The storage's lock (re-entrant), created on first use."""
+        lock = self._lock
+        if lock is None:
+            with _LOCK_CREATION:
+                if self._lock is None:
+                    self._lock = threading.RLock()
+                lock = self._lock
+        return lock
 
     # -- the memory -------------------------------------------------------------
     @property
@@ -101,6 +119,8 @@ class Storage:
         with self.lock:
             if self.coh is None:
                 self.coh = Coherence()
+            if self.buffers is _NO_BUFFERS:
+                self.buffers = {}
             self.buffers[key] = buffer
             self.coh.add_device(key)
             self._mirror()
