@@ -43,7 +43,7 @@ class Coherence:
     (True, 'gpu')
     """
 
-    __slots__ = ("latest", "host", "devices", "inflight", "escapes",
+    __slots__ = ("latest", "host", "devices", "inflight", "escapes", "deferred_ends",
                  "host_stale", "host_exclusive")
 
     def __init__(self) -> None:
@@ -53,6 +53,7 @@ class Coherence:
         # (token, device key, writes?) for every launch not yet known finished
         self.inflight: list[tuple[Any, Hashable, bool]] = []
         self.escapes = 0
+        self.deferred_ends = 0  # escapes that ended while another thread held the lock
         self.host_stale = False
         self.host_exclusive = True
 

@@ -219,9 +219,28 @@ class Storage:
             self._mirror()
 
     def end_escape(self) -> None:
-        with self.lock:
+        # Runs from a finalizer, possibly inside the garbage collector while this thread
+        # holds another storage's lock: never wait for this lock (a lock-order deadlock
+        # with a launch locking both); if it is busy, the next launch applies the end.
+        lock = self.lock
+        if not lock.acquire(blocking=False):
+            with _LOCK_CREATION:
+                self.coh.deferred_ends += 1
+            return
+        try:
             self.coh.escape_ends()
+            self._apply_deferred_ends()
             self._mirror()
+        finally:
+            lock.release()
+
+    def _apply_deferred_ends(self) -> None:
+        coh = self.coh
+        if coh.deferred_ends:
+            with _LOCK_CREATION:
+                n, coh.deferred_ends = coh.deferred_ends, 0
+            for _ in range(n):
+                coh.escape_ends()
 
     @property
     def escaped(self) -> bool:
@@ -231,6 +250,7 @@ class Storage:
     def prepare_device_read(self, key: Hashable) -> None:
         """Publish to ``key`` if it is not current (acquiring elsewhere first)."""
         coh = self.coh
+        self._apply_deferred_ends()
         if coh.escaped:
             coh.host_may_have_written()  # a raw view may have written since the last launch
         source, publish = coh.plan_device_read(key)
