@@ -228,3 +228,43 @@ def test_crossed_argument_orders_do_not_deadlock(prg, cl_device: ha.Device,
     run_threads([worker(t) for t in range(THREADS - 1)] + [host_toucher])
     s = np.array(a, copy=True) + np.array(b, copy=True)
     np.testing.assert_array_equal(s, np.full(n, sum(total), np.float32))
+
+
+def test_dropping_a_raw_view_never_waits_for_another_threads_lock(prg, cl_device) -> None:
+    """A raw view's end runs from a finalizer, possibly inside the garbage
+    collector while the thread holds another array's lock: waiting there for
+    this array's lock could deadlock against a launch that locks both.  The
+    end is deferred instead, and the next launch still publishes the raw
+    view's writes."""
+    n = 1024
+    x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    prg.spin_add(n, x, 0.0, 0)
+    raw = np.asarray(x)  # a raw view, exported first (exporting takes the lock)
+    raw[:] = 5.0
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:  # stands for a thread in the middle of a launch on x
+        with x._s.lock:
+            held.set()
+            release.wait(JOIN_TIMEOUT)
+
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert held.wait(JOIN_TIMEOUT)
+    done = threading.Event()
+
+    def drop() -> None:
+        nonlocal raw
+        del raw
+        done.set()
+
+    dropper = threading.Thread(target=drop, daemon=True)
+    dropper.start()
+    finished = done.wait(5.0)
+    release.set()
+    t.join(JOIN_TIMEOUT)
+    dropper.join(JOIN_TIMEOUT)
+    assert finished, "dropping a raw view waited for another thread's lock"
+    prg.spin_add(n, x, 1.0, 0)  # applies the deferred end and publishes the raw writes
+    assert not x._s.escaped
+    np.testing.assert_array_equal(np.array(x, copy=True), np.full(n, 6.0, np.float32))
