@@ -185,6 +185,7 @@ class Kernel:
         self.device = program.device
         self._cl = cl.Kernel(program._cl, name)
         self._lock = threading.Lock()  # set_arg + enqueue must not interleave
+        self._last_args: list[Any] = []  # see __call__
         n = self._cl.num_args
         self.args: list[tuple[str, str, str | None]] = []  # (name, kind, access/scalar type)
         for i in range(n):
@@ -297,6 +298,10 @@ class Kernel:
                 try:
                     self._cl.set_args(*cl_args)
                     ev = cl.enqueue_nd_range_kernel(dev.runtime.queue, self._cl, gs, ls)
+                    # The kernel object still names these memory objects after the launch;
+                    # keep them alive until the next launch replaces them (NVIDIA's driver
+                    # was seen to crash when a kernel's stale argument had been released).
+                    self._last_args = cl_args
                 except cl.Error as e:
                     raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
             for s, _, writes in storages:

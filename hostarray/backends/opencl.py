@@ -162,7 +162,7 @@ class OpenCLBuffer:
         self.host = host  # keeps the host memory alive while the buffer exists
         self.link = link
         self.nbytes = host.nbytes
-        self.subs: dict[int, cl.Buffer] = {}
+        self.subs: dict[tuple[int, int], cl.Buffer] = {}
 
     def publish(self) -> tuple[Any, int]:
         q = self.runtime.queue
@@ -188,16 +188,15 @@ class OpenCLBuffer:
     def handle(self, offset: int, nbytes: int) -> cl.Buffer:
         if offset == 0:
             return self.buf
-        # One sub-buffer per offset, reaching to the end of the allocation: views of any
-        # length at that offset share it.  NVIDIA's driver was seen to crash releasing many
-        # partly overlapping sub-buffers of one parent; nested suffixes did not.
-        sub = self.subs.get(offset)
+        # Exactly the view's bytes: views that don't overlap get sub-buffers that don't
+        # overlap (OpenCL leaves overlapping sub-buffers in use undefined).
+        key = (offset, nbytes)
+        sub = self.subs.get(key)
         if sub is None:
-            sub = self.subs[offset] = self.buf.get_sub_region(offset, self.nbytes - offset)
+            sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
         return sub
 
     def release(self) -> None:
-        for s in self.subs.values():
-            s.release()
+        # Drop our references rather than clReleaseMemObject now: a cached kernel may still
+        # hold one of these as its last argument; the memory goes when the last one does.
         self.subs.clear()
-        self.buf.release()
