@@ -257,6 +257,19 @@ _EXAMPLE_OUTPUTS = {
 _ALIGNED_OUT_MIN = 1 << 15  # elements; below this, copying a result into aligned memory is cheaper
 
 
+def _apply(fn: Any, d: Any, a: Any, b: Any) -> HostPtrArray:
+    """``fn(a, b)`` on host operands, the result wrapped on device ``d`` (the hot path of
+    every binary function and operator)."""
+    if d is not HOST:
+        return _on_device(fn, d, a, b)
+    r = fn(a, b)
+    if type(r) is ndarray:
+        o = _alloc(HPA)
+        o._a, o._s, o._device = r, Storage(r), HOST
+        return o
+    return wrap(r, d)
+
+
 def _on_device(fn: Any, d: Any, *operands: Any) -> HostPtrArray:
     """``fn(*operands)`` as an array on device ``d``.
 
@@ -338,14 +351,7 @@ def _make_binary(fn: Any) -> Any:
             d = x2._device
         else:
             a, b, d = x1, x2, HOST
-        if d is not HOST:
-            return _on_device(fn, d, a, b)
-        r = fn(a, b)
-        if type(r) is ndarray:
-            o = _alloc(HPA)
-            o._a, o._s, o._device = r, Storage(r), HOST
-            return o
-        return wrap(r, d)
+        return _apply(fn, d, a, b)
     return binary
 
 
@@ -367,14 +373,7 @@ def _make_operator(fn: Any) -> Any:
             b = other
         else:
             return NotImplemented
-        if d is not HOST:
-            return _on_device(fn, d, a, b)
-        r = fn(a, b)
-        if type(r) is ndarray:
-            o = _alloc(HPA)
-            o._a, o._s, o._device = r, Storage(r), HOST
-            return o
-        return wrap(r, d)
+        return _apply(fn, d, a, b)
     return op
 
 
@@ -392,14 +391,7 @@ def _make_reflected(fn: Any) -> Any:
             b = other._host()
         else:
             return NotImplemented
-        if d is not HOST:
-            return _on_device(fn, d, b, self._a)
-        r = fn(b, self._a)
-        if type(r) is ndarray:
-            o = _alloc(HPA)
-            o._a, o._s, o._device = r, Storage(r), HOST
-            return o
-        return wrap(r, d)
+        return _apply(fn, d, b, self._a)
     return rop
 
 
