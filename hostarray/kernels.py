@@ -10,6 +10,7 @@ read-write) unless wrapped in :func:`read`, :func:`write` or
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -157,6 +158,28 @@ class _Pending:
 
 
 _PENDING: dict[Device, _Pending] = {}
+
+
+@atexit.register
+def _finish_before_exit() -> None:
+    """Wait for every device's queue and drop what launches hold, before the interpreter
+    tears modules down in an arbitrary order (a driver may crash releasing buffers after
+    its queue or context is gone, or while commands on them still run)."""
+    from . import _devices as registry
+
+    for dev in registry._OPENCL or ():
+        rt = dev._runtime
+        if rt is None:
+            continue
+        try:
+            rt.queue.finish()
+        except Exception:  # a failed device must not turn exit into a traceback
+            continue
+        for _, kernels in rt.programs.values():
+            for k in kernels.values():
+                k._last_args = []
+    for pending in _PENDING.values():
+        pending.launches.clear()
 
 
 def _after_device_sync(key: Any) -> None:
