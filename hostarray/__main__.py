@@ -16,21 +16,6 @@ from typing import Any
 
 __all__ = ["main", "device_report"]
 
-# OpenCL device type bits, in the order they are shown.
-_CL_TYPE_BITS = ((2, "CPU"), (4, "GPU"), (8, "ACCELERATOR"), (16, "CUSTOM"))
-
-
-def _type_name(dev: Any) -> str:
-    """The device type as one word (``"CPU"``, ``"GPU"``): pyopencl's
-    ``device_type.to_string`` also names ``ALL``, a mask, not a type."""
-    cl_dev = getattr(dev, "_cl_device", None)
-    if cl_dev is None:
-        return str(dev.type)
-    bits = int(cl_dev.type)
-    names = [n for b, n in _CL_TYPE_BITS if bits & b]
-    return " | ".join(names) if names else str(dev.type)
-
-
 def device_report() -> dict[str, Any]:
     """Every device found and every device left out, as plain data.
 
@@ -67,7 +52,7 @@ def device_report() -> dict[str, Any]:
     rows = []
     for d in ha.devices():
         row: dict[str, Any] = {
-            "device": str(d), "framework": d.framework, "name": d.name, "type": _type_name(d),
+            "device": str(d), "framework": d.framework, "name": d.name, "type": d.type,
             "alignment": d.alignment,
             "max_alloc": None if d.framework == "host" else d.max_alloc,
             "host_unified": d.host_unified, "link": None, "default": d == default,

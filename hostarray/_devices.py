@@ -121,17 +121,25 @@ def _opencl_devices() -> list[Device]:
                     _LEFT_OUT.append(("opencl", "(pyopencl)", f"cannot import: {e}"))
                     _OPENCL = []
                     return _OPENCL
-                import pyopencl as cl
                 working, left_out = opencl.discover()
                 _LEFT_OUT.extend(left_out)
                 found = []
                 for p, d, dev in working:
                     found.append(Device(
                         "opencl", f"opencl:{p}:{d}", dev.name.strip(),
-                        cl.device_type.to_string(dev.type), max(1, dev.mem_base_addr_align // 8),
+                        _type_name(dev.type), max(1, dev.mem_base_addr_align // 8),
                         int(dev.max_mem_alloc_size), bool(dev.host_unified_memory), dev))
                 _OPENCL = found
     return _OPENCL
+
+
+def _type_name(bits: int) -> str:
+    """The device's kind (``"CPU"``, ``"GPU"``, ...): PoCL also sets the ``ALL`` mask bits."""
+    import pyopencl as cl
+
+    names = [n for n in ("GPU", "CPU", "ACCELERATOR", "CUSTOM")
+             if bits & getattr(cl.device_type, n)]
+    return " | ".join(names) or cl.device_type.to_string(bits)
 
 
 def devices() -> tuple[Device, ...]:
