@@ -342,6 +342,22 @@ def wrap(a: np.ndarray, device: Device = HOST) -> HostPtrArray:
     return _new(a, Storage(a), device)
 
 
+def adopt(a: np.ndarray, device: Device, copy: bool | None,
+          error: type[Exception] = ValueError) -> HostPtrArray:
+    """A ``HostPtrArray`` over the numpy array ``a`` on ``device``: ``a``'s own memory
+    where the device can use it, else a copy into aligned storage (``copy=False``:
+    raise ``error`` instead)."""
+    s = Storage(a)
+    if device.framework == "host" or (a.nbytes == 0 and s.contiguous_bytes() is not None) \
+            or _shareable(s, device):
+        return _new(a, s, device)
+    if copy is False:
+        raise error(f"the memory at {address_of(a):#x} can't be shared with {device} "
+                    f"(alignment {device.alignment} bytes, or not contiguous); pass "
+                    f"copy=None to copy it into aligned storage")
+    return wrap(aligned_copy(a), device)
+
+
 def host_view(x: HostPtrArray) -> np.ndarray:
     """A raw numpy view of ``x`` that may be kept and written: an *escape*.
 

@@ -24,7 +24,7 @@ from ._array import HostPtrArray, _view, aligned_copy, host_view, wrap
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._errors import HostPtrError
-from ._storage import Storage, address_of, aligned_empty, locked
+from ._storage import Storage, aligned_empty, locked
 
 __all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "array_function",
            "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",
@@ -361,15 +361,8 @@ def from_dlpack(x: Any, /, *, device: Device | str | None = None,
         raise TypeError(f"hostarray holds bool and numeric data only, not {a.dtype}")
     if copy:
         return wrap(aligned_copy(a), dev)
-    s = Storage(a)
-    if dev.framework == "host" or _shares_ok(s, dev):
-        from ._array import _new
-        return _new(a, s, dev)
-    if copy is False:
-        raise BufferError(f"the DLPack data at {address_of(a):#x} can't be shared with {dev} "
-                          f"(alignment {dev.alignment} bytes, or not contiguous); pass "
-                          f"copy=None to copy it into aligned storage")
-    return wrap(aligned_copy(a), dev)
+    from ._array import adopt
+    return adopt(a, dev, copy, BufferError)
 
 
 def _shares_ok(s: Storage, dev: Device) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, _new, _shareable, aligned_copy, aligned_zeros, wrap
+from .._array import HostPtrArray, _new, adopt, aligned_copy, aligned_zeros, wrap
 from .._devices import Device
 from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
@@ -72,14 +72,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     dev = _result_device(device)
     if isinstance(obj, np.ndarray) and copy is not True and (dt is None or dt == obj.dtype):
         _check_dtype(obj.dtype)
-        s = Storage(obj)
-        if dev.framework == "host" or _shareable(s, dev):
-            return _new(obj, s, dev)
-        if copy is False:
-            raise ValueError(f"this numpy array's memory can't be shared with {dev} "
-                             f"(alignment {dev.alignment} bytes, or not contiguous); pass "
-                             f"copy=None to copy it into aligned storage")
-        return wrap(aligned_copy(obj), dev)
+        return adopt(obj, dev, copy)
     if copy is False:
         try:
             a = np.asarray(obj, dtype=dt, copy=False)
@@ -87,10 +80,7 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             raise ValueError(f"a {type(obj).__name__} can't be shared without a copy; pass "
                              f"copy=None") from None
         _check_dtype(a.dtype)
-        s = Storage(a)
-        if dev.framework != "host" and not _shareable(s, dev):
-            raise ValueError(f"this memory can't be shared with {dev}; pass copy=None")
-        return _new(a, s, dev)
+        return adopt(a, dev, False)
     a = np.asarray(obj, dtype=dt)
     _check_dtype(a.dtype)
     if copy or a.base is None:  # a fresh array (or one to copy): into aligned storage
