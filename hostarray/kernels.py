@@ -253,7 +253,7 @@ class Kernel:
                                        f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
         gs, ls = self._sizes(global_size, local_size)
         values: list[Any] = []
-        uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, reads, writes]
+        uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, reads, writes, spans]
         for (aname, kind, info), arg in zip(self.args, args):
             if kind == "buffer":
                 mode = info
@@ -283,7 +283,18 @@ class Kernel:
                 if dev not in s.buffers:  # refuse now, before any buffer is created
                     check_shareable(s, dev, id(arg))
                 values.append((arg, off, a.nbytes))  # its buffer once every arg is checked
-                u = uses.setdefault(id(s), [s, False, False])
+                u = uses.setdefault(id(s), [s, False, False, []])
+                span = (off, off + a.nbytes, mode != READ)
+                for lo, hi, other_writes in u[3]:
+                    # a buffer and an overlapping sub-buffer of it in one launch: OpenCL
+                    # leaves that undefined when either is written (and NVIDIA crashes)
+                    if (lo, hi) != span[:2] and lo < span[1] and span[0] < hi and \
+                            (other_writes or span[2]):
+                        raise BadLaunch(self.name, f"argument {aname!r} overlaps another "
+                                                   f"argument's part of the same array and one "
+                                                   f"of them is written; pass the whole array "
+                                                   f"once with an offset argument, or a copy")
+                u[3].append(span)
                 # write-only skips the publish only when the kernel overwrites the whole
                 # storage: elsewhere the device copy must hold the host's bytes
                 u[1] |= mode != WRITE or a.nbytes != s.nbytes
@@ -307,7 +318,7 @@ class Kernel:
                     raise BadLaunch(self.name, f"argument {aname!r} needs a {info}: {e}") from None
         values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
                   for v in values]
-        storages = sorted((u for u in uses.values()), key=lambda u: id(u[0]))
+        storages = sorted((u[:3] for u in uses.values()), key=lambda u: id(u[0]))
         for s, _, _ in storages:  # a consistent order: no lock-order deadlock
             s.lock.acquire()
         try:

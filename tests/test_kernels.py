@@ -130,3 +130,17 @@ def test_read_only_numpy_can_be_read_not_written(prg, cl_device) -> None:
 def test_program_needs_an_opencl_device() -> None:
     with pytest.raises(hostptr.DeviceUnavailable):
         ha.Program("__kernel void k() {}", device="cpu")
+
+
+def test_overlapping_views_of_one_array_written_in_one_launch_are_refused(prg, cl_device) -> None:
+    g = cl_device.alignment // 4  # float32 elements per alignment unit
+    x = ha.asarray(np.arange(8 * g, dtype=np.float32), device=cl_device)
+    with pytest.raises(hostptr.BadLaunch, match="overlaps"):
+        prg.axpy(2 * g, 1.0, x[g:3 * g], x[:4 * g])  # y written over x's bytes
+    assert ha.stats().launches == 0
+    prg.axpy(2 * g, 1.0, x[:2 * g], x[4 * g:6 * g])  # disjoint parts: fine
+    prg.axpy(4 * g, 1.0, x[:4 * g], x[:4 * g])  # the same part twice: one buffer, fine
+    expected = np.arange(8 * g, dtype=np.float32)
+    expected[4 * g:6 * g] += expected[:2 * g]
+    expected[:4 * g] *= 2
+    np.testing.assert_allclose(np.array(x, copy=True), expected)
