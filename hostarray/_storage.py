@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mmap
 import threading
-import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -325,9 +324,3 @@ def locked(storages: Iterable[Storage]) -> Iterator[None]:
     finally:
         for s in reversed(ordered):
             s.lock.release()
-
-
-def track_escape(storage: Storage, holder: object) -> None:
-    """Keep ``storage`` escaped while ``holder`` (the base of a raw view) lives."""
-    storage.begin_escape()
-    weakref.finalize(holder, storage.end_escape)

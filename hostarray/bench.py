@@ -514,23 +514,25 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
                 arrays = attached()
             u, unew, f, part = arrays
             res = []
-            for it in range(1, iterations + 1):
+
+
+            def launch(kernel: Any, size: int, *args: Any) -> None:
+                # the eager policy: sync every array argument both ways around each launch
+                arrs = [getattr(a, "array", a) for a in args
+                        if isinstance(getattr(a, "array", a), ha.HostPtrArray)]
                 if eager:
-                    for a in (u, f, unew):
+                    for a in arrs:
                         ha.hostptr.publish_host_writes(a, dev)
-                env.prg.jacobi(n, u, f, ha.write(unew), n)
+                kernel(size, *args)
                 if eager:
-                    for a in (u, f, unew):
+                    for a in arrs:
                         ha.hostptr.acquire_device_writes(a, dev)
+
+            for it in range(1, iterations + 1):
+                launch(env.prg.jacobi, n, u, f, ha.write(unew), n)
                 u, unew = unew, u
                 if it % check_every == 0:
-                    if eager:
-                        for a in (u, f, part):
-                            ha.hostptr.publish_host_writes(a, dev)
-                    env.prg.residual(g, u, f, ha.write(part), n)
-                    if eager:
-                        for a in (u, f, part):
-                            ha.hostptr.acquire_device_writes(a, dev)
+                    launch(env.prg.residual, g, u, f, ha.write(part), n)
                     res.append(float(np.asarray(part).sum(dtype=np.float64)))
             return np.asarray(u), res, arrays
 

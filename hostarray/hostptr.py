@@ -309,9 +309,3 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     ...     assert float(x[3]) == 2.0
     """
     return _RawUse(x, _parse_device(device), access)
-
-
-# keep the names the seed API documents importable from here
-_ = (HostPtrError, UnknownFramework, InvalidDevice, DeviceUnavailable, BuildFailed, BadLaunch,
-     LaunchFailed,
-     error_message, refusal_message)

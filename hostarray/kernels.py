@@ -25,7 +25,7 @@ from ._devices import device as _parse_device
 from ._devices import devices as _devices
 from ._errors import BadLaunch, DeviceUnavailable, LaunchFailed
 from ._stats import COUNTERS
-from ._storage import AFTER_DEVICE_SYNC
+from ._storage import AFTER_DEVICE_SYNC, locked
 from .backends.opencl import build_program
 from .hostptr import _check_shareable as check_shareable
 from .hostptr import ensure_buffer
@@ -318,10 +318,8 @@ class Kernel:
                     raise BadLaunch(self.name, f"argument {aname!r} needs a {info}: {e}") from None
         values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
                   for v in values]
-        storages = sorted((u[:3] for u in uses.values()), key=lambda u: id(u[0]))
-        for s, _, _ in storages:  # a consistent order: no lock-order deadlock
-            s.lock.acquire()
-        try:
+        storages = [u[:3] for u in uses.values()]
+        with locked(u[0] for u in storages):  # one global lock order: no deadlock
             for s, reads, _ in storages:
                 if reads:
                     s.prepare_device_read(dev)
@@ -340,9 +338,6 @@ class Kernel:
                     raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
             for s, _, writes in storages:
                 s.record_launch(dev, ev, writes)
-        finally:
-            for s, _, _ in storages:
-                s.lock.release()
         COUNTERS.add(launches=1)
         launch = Launch(ev, self.name, [u[0] for u in storages])
         _PENDING.setdefault(dev, _Pending()).add(launch)
