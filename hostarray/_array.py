@@ -15,7 +15,7 @@ import numpy as np
 
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
-from ._storage import Storage, address_of, aligned_empty
+from ._storage import HostWrite, Storage, address_of, aligned_empty
 
 __all__ = ["HostPtrArray", "wrap", "aligned_copy", "host_view"]
 
@@ -74,13 +74,15 @@ class HostPtrArray:
             s.sync_for_host_read()
         return self._a
 
-    def _host_for_write(self, whole: bool = False) -> np.ndarray:
-        """The numpy view for a host write. ``whole``: every byte of the
-        storage will be overwritten, so stale device data need not be acquired."""
+    def _writing(self, whole: bool = False) -> HostWrite:
+        """A host write transaction: ``with x._writing() as a: a[...] = v``.
+
+        ``whole``: the write overwrites every element of ``x`` with a value
+        evaluated beforehand, so stale device data need not be acquired (only
+        honoured when ``x`` covers its whole storage).  A write that raises
+        leaves the newest data where it was (see :meth:`Storage.host_write`)."""
         s = self._s
-        if not s.host_exclusive:
-            s.sync_for_host_write(whole and self._a.nbytes == s.nbytes)
-        return self._a
+        return s.host_write(whole and self._a.nbytes == s.nbytes, self._a)
 
     def _covers_storage(self) -> bool:
         return self._a.nbytes == self._s.nbytes
@@ -280,12 +282,16 @@ class HostPtrArray:
             raise ValueError("this array is over read-only memory (np.frombuffer on bytes, a "
                              "read-only numpy array); write to ha.asarray(x, copy=True)")
         key = _numpy_key(key)
-        v = value._host() if isinstance(value, HostPtrArray) else value
-        whole = _is_whole(key)
+        # the acquire is skipped for a whole overwrite only when the value is already a
+        # value: a list or another object is read by numpy during the write, and may read
+        # this very array (e.g. x[...] = [x[1], x[0]])
+        whole = _is_whole(key) and (type(value) in _EVALUATED or isinstance(value, _VALUES))
         # under the storage lock: a publish or acquire of the whole storage for another
-        # thread's launch must not interleave with this write (it would be lost)
+        # thread's launch must not interleave with the read of the value and the write
         with self._s.lock:
-            self._host_for_write(whole)[key] = v
+            v = value._host() if isinstance(value, HostPtrArray) else value
+            with self._writing(whole) as a:
+                a[key] = v
 
     # -- printing ---------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -368,6 +374,8 @@ def host_view(x: HostPtrArray) -> np.ndarray:
 
 
 _API_VERSIONS = ("2023.12", "2024.12", "2025.12")
+_EVALUATED = frozenset((int, float, complex, bool))  # write values numpy reads at once
+_VALUES = (np.ndarray, np.generic, HostPtrArray)
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index parts that give views
 
 

@@ -94,6 +94,14 @@ class Coherence:
                 return k
         raise AssertionError("coherence: no side holds the newest data")
 
+    def launches_on(self, key: Hashable) -> list[Any]:
+        """Tokens of ``key``'s launches (and transfers) not yet known finished."""
+        return [t[0] for t in self.inflight if t[1] == key]
+
+    def is_current(self, key: Hashable) -> bool:
+        """Whether ``key``'s copy holds the newest data."""
+        return self.devices.get(key, _NEVER) == self.latest
+
     def acquired(self, key: Hashable) -> None:
         """The host now holds ``key``'s data; ``key``'s launches are finished."""
         self.host = self.devices[key]
@@ -111,6 +119,16 @@ class Coherence:
         self.latest += 1
         self.host = self.latest
         self._refresh()
+
+    def host_write_failed(self, skipped_acquire: bool) -> None:
+        """A host write raised part-way.
+
+        If the acquire was skipped (a whole overwrite), the host's bytes were
+        never current: the devices keep the newest data, nothing is recorded.
+        Otherwise the host may hold part of the write: it becomes the newest.
+        """
+        if not skipped_acquire:
+            self.host_written()
 
     # -- raw exports ----------------------------------------------------------------
     def escape_begins(self) -> None:
@@ -141,6 +159,22 @@ class Coherence:
         if self.devices.get(key, _NEVER) == self.latest:
             return None, False
         return self.source_for_host(), True
+
+    def hazards_for_device_write(self, key: Hashable) -> list[Any]:
+        """Launches on *other* devices to wait for before a launch on ``key`` writes.
+
+        ``key``'s own queue is in order; another device's queue is not ordered
+        against it, so its launches that read (or write) the data must be done."""
+        return [t[0] for t in self.inflight if t[1] != key]
+
+    def device_invalidated(self, key: Hashable) -> None:
+        """``key``'s copy may hold bytes nobody asked for (raw work that raised):
+        it holds no version until the next publish.  Its launches were waited for."""
+        if key in self.devices and not (self.devices[key] == self.latest
+                                        and self.host_stale):
+            self.devices[key] = _NEVER
+        self.inflight = [t for t in self.inflight if t[1] != key]
+        self._refresh()
 
     def published(self, key: Hashable, token: Any = None) -> None:
         """The host's data was made visible on ``key``.

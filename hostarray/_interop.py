@@ -147,8 +147,7 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
         kwargs["where"] = where._host()
     if method == "at":
         if isinstance(inputs[0], HostPtrArray):
-            with locked([inputs[0]._s]):
-                args[0] = inputs[0]._host_for_write()
+            with inputs[0]._writing() as args[0]:
                 getattr(ufunc, method)(*args, **kwargs)
         else:
             getattr(ufunc, method)(*args, **kwargs)

@@ -11,6 +11,7 @@ objects with ``publish()``, ``acquire()`` and ``release()`` (see
 from __future__ import annotations
 
 import mmap
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,7 +24,8 @@ from ._coherence import Coherence
 from ._errors import LaunchFailed
 from ._stats import COUNTERS
 
-__all__ = ["PAGE_SIZE", "PAD", "Storage", "aligned_empty", "address_of"]
+__all__ = ["PAGE_SIZE", "PAD", "Storage", "HostWrite", "UserMemory", "aligned_empty",
+           "address_of", "host_writes"]
 
 PAGE_SIZE = mmap.PAGESIZE
 # Called with a device key after the host acquired from that device (so every launch
@@ -51,6 +53,57 @@ def aligned_empty(nbytes: int) -> np.ndarray:
     return raw[start:start + padded][:nbytes]
 
 
+class UserMemory:
+    """The base object of a storage over memory the user already had (adopted, not copied).
+
+    The user may still hold the adopted array, or a view of it, and write it
+    behind hostarray's back: such a storage counts as escaped while
+    :meth:`alive` (see the coherence model).  hostarray's own views of the
+    storage refer to this object, not to the user's array, so the reference
+    counts of the user's objects say whether anybody else still holds them.
+    """
+
+    __slots__ = ("__array_interface__", "array", "__weakref__")
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.__array_interface__ = a.__array_interface__
+        self.array = a
+
+    def alive(self) -> bool:
+        """Whether anything but hostarray may still reach the adopted memory (CPython
+        reference counts; ``True`` whenever that can't be told)."""
+        if not _REFCOUNTS_WORK:
+            return True
+        obj: Any = self.array
+        while obj is not None:
+            # self.array or the child's .base, the local name, getrefcount's argument
+            if sys.getrefcount(obj) > 3:
+                return True
+            obj = obj.base if isinstance(obj, np.ndarray) else None
+        return False
+
+
+def _check_refcounts() -> bool:
+    """Whether :meth:`UserMemory.alive` reads this interpreter's reference counts right."""
+    try:
+        root = np.zeros(4)
+        held = root[1:]
+        m = UserMemory(held)
+        if not m.alive():
+            return False
+        del root
+        if not m.alive():  # held's base is still reachable through `held` only... and held
+            return False
+        del held
+        return not m.alive()
+    except Exception:
+        return False
+
+
+_REFCOUNTS_WORK = True
+_REFCOUNTS_WORK = _check_refcounts()
+
+
 _LOCK_CREATION = threading.Lock()
 _NO_BUFFERS: Mapping[Hashable, Any] = MappingProxyType({})  # shared, read-only
 
@@ -65,9 +118,9 @@ class Storage:
     """
 
     __slots__ = ("base", "_lock", "coh", "buffers", "host_stale", "host_exclusive",
-                 "__weakref__")
+                 "user", "__weakref__")
 
-    def __init__(self, base: np.ndarray) -> None:
+    def __init__(self, base: np.ndarray, user: UserMemory | None = None) -> None:
         # Every array operation makes a Storage for its result: the lock and the
         # buffer dict are created only when a device or a thread needs them.
         self.base = base
@@ -77,6 +130,27 @@ class Storage:
         # Mirrors of the coherence flags, read without the lock on every access.
         self.host_stale = False
         self.host_exclusive = True
+        # memory the user handed in and may still write (an escape while they hold it)
+        self.user = user
+
+    @classmethod
+    def over_user_memory(cls, a: np.ndarray) -> Storage:
+        """A storage over the user's array ``a`` itself (no copy)."""
+        user = UserMemory(a)
+        return cls(np.asarray(user), user)
+
+    def _new_coherence(self) -> Coherence:
+        coh = self.coh = Coherence()
+        if self.user is not None:
+            coh.escape_begins()  # the user's own array may be written at any time
+        return coh
+
+    def _check_foreign(self) -> None:
+        """End the user-memory escape once nobody but hostarray holds that memory."""
+        user = self.user
+        if user is not None and self.coh is not None and not user.alive():
+            self.user = None
+            self.coh.escape_ends()
 
     @property
     def lock(self) -> threading.RLock:
@@ -117,7 +191,7 @@ class Storage:
         """Record ``buffer`` as this storage's copy on device ``key``."""
         with self.lock:
             if self.coh is None:
-                self.coh = Coherence()
+                self._new_coherence()
             if self.buffers is _NO_BUFFERS:
                 self.buffers = {}
             self.buffers[key] = buffer
@@ -143,7 +217,9 @@ class Storage:
 
     # -- transfers -------------------------------------------------------------------
     def _acquire_from(self, key: Hashable) -> None:
-        launches = [t for t, k, _ in self.coh.inflight if k == key]
+        launches = self.coh.launches_on(key)
+        if any(getattr(t, "command_execution_status", 0) > 0 for t in launches):
+            COUNTERS.add(waits=1)  # the acquire blocks until these launches finish
         moved = self.buffers[key].acquire()
         self.coh.acquired(key)
         COUNTERS.add(acquires=1, bytes_acquired=moved)
@@ -188,28 +264,46 @@ class Storage:
                     self._acquire_from(key)
                     self._mirror()
 
-    def sync_for_host_write(self, whole: bool = False) -> None:
-        """Prepare a host write: wait for launches using the data, acquire unless
-        ``whole`` (the write overwrites every byte), then make the host the
-        only current side."""
-        with self.lock:
-            coh = self.coh
-            if coh is None:
-                return
-            self._wait_for(coh.hazards_for_host_write())
-            if not whole:
-                key = coh.source_for_host()
-                if key is not None:
-                    self._acquire_from(key)
+    def host_write(self, whole: bool = False, view: Any = None) -> HostWrite:
+        """A host write as one transaction: ``with storage.host_write(whole): <write>``.
+
+        On entry (under the storage's lock, held to the end): wait for launches
+        that use the data, and acquire stale data unless ``whole``.  On a normal
+        exit the host becomes the only current side.  If the write raises, a
+        skipped acquire is not recorded as a write (the device keeps the newest
+        data; see :meth:`Coherence.host_write_failed`).
+
+        ``whole`` is the caller's promise that the write overwrites every byte
+        of the storage *and* that its value was fully evaluated beforehand
+        (nothing about the old contents can still be read by it)."""
+        return HostWrite(self, whole, view)
+
+    def _begin_host_write(self, whole: bool) -> int:
+        """0: nothing to record; 1: recorded on success; 2: acquire skipped."""
+        coh = self.coh
+        if coh is None or self.host_exclusive:
+            return 0
+        self._wait_for(coh.hazards_for_host_write())
+        if coh.host_stale:
+            if whole:
+                return 2
+            self._acquire_from(coh.source_for_host())
+        return 1
+
+    def _end_host_write(self, mode: int, ok: bool) -> None:
+        coh = self.coh
+        if ok:
             coh.host_written()
-            self._mirror()
+        else:
+            coh.host_write_failed(skipped_acquire=mode == 2)
+        self._mirror()
 
     def begin_escape(self) -> None:
         """A raw view that may be written behind our back is handed out."""
         with self.lock:
             coh = self.coh
             if coh is None:
-                self.coh = coh = Coherence()
+                coh = self._new_coherence()
             self._wait_for(coh.hazards_for_host_write())
             key = coh.source_for_host()
             if key is not None:
@@ -246,10 +340,17 @@ class Storage:
         return self.coh is not None and self.coh.escaped
 
     # -- used by launches (hostarray.kernels), under self.lock --------------------------
-    def prepare_device_read(self, key: Hashable) -> None:
-        """Publish to ``key`` if it is not current (acquiring elsewhere first)."""
+    def prepare_device_read(self, key: Hashable, writes: bool = False) -> None:
+        """Publish to ``key`` if it is not current (acquiring elsewhere first).
+
+        ``writes``: the launch also writes, so launches on other devices that
+        still use the data are waited for (their queues are not ordered with
+        ``key``'s)."""
         coh = self.coh
         self._apply_deferred_ends()
+        self._check_foreign()
+        if writes:
+            self._wait_for(coh.hazards_for_device_write(key))
         if coh.escaped:
             coh.host_may_have_written()  # a raw view may have written since the last launch
         source, publish = coh.plan_device_read(key)
@@ -265,7 +366,9 @@ class Storage:
         Launches on another device that still use the data are waited for,
         since this device's queue does not order against theirs."""
         coh = self.coh
-        self._wait_for([t for t, k, _ in coh.inflight if k != key])
+        self._apply_deferred_ends()
+        self._check_foreign()
+        self._wait_for(coh.hazards_for_device_write(key))
 
     def record_launch(self, key: Hashable, token: Any, writes: bool) -> None:
         coh = self.coh
@@ -290,23 +393,84 @@ class Storage:
 
     # -- explicit hostptr operations ---------------------------------------------------
     def publish_explicit(self, key: Hashable) -> None:
+        """Make ``key``'s copy hold the newest data: the host's writes, and
+        device writes not read back yet (acquired first: newest wins, on every
+        link).  Nothing moves when ``key`` is current already."""
         with self.lock:
             if key not in self.buffers:
                 return
-            coh = self.coh
-            self._wait_for(coh.hazards_for_host_write())
-            coh.discard_device_writes()
-            self._publish_to(key)
-            self._mirror()
+            self.prepare_device_read(key)
 
     def acquire_explicit(self, key: Hashable) -> None:
         with self.lock:
             if key not in self.buffers:
                 return
             coh = self.coh
-            if coh.devices[key] == coh.latest and coh.host_stale:
+            if coh.is_current(key) and coh.host_stale:
                 self._acquire_from(key)
                 self._mirror()
+
+    def discard_raw_use(self, key: Hashable, token: Any) -> None:
+        """Raw pyopencl work on ``key`` raised: wait for what it enqueued, and let
+        ``key``'s copy hold nothing trusted (the host keeps its data)."""
+        with self.lock:
+            self._wait_for([token])
+            self.coh.device_invalidated(key)
+            self._mirror()
+
+
+class HostWrite:
+    """Context manager of :meth:`Storage.host_write`; ``__enter__`` returns ``view``."""
+
+    __slots__ = ("storage", "whole", "view", "mode")
+
+    def __init__(self, storage: Storage, whole: bool, view: Any = None) -> None:
+        self.storage = storage
+        self.whole = whole
+        self.view = view
+        self.mode = 0
+
+    def __enter__(self) -> Any:
+        s = self.storage
+        lock = s.lock
+        lock.acquire()
+        try:
+            self.mode = s._begin_host_write(self.whole)
+        except BaseException:
+            lock.release()
+            raise
+        return self.view
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        s = self.storage
+        try:
+            if self.mode:
+                s._end_host_write(self.mode, exc_type is None)
+        finally:
+            s.lock.release()
+
+
+@contextmanager
+def host_writes(writes: Iterable[HostWrite]) -> Iterator[list[Any]]:
+    """Enter several :class:`HostWrite` transactions (locks in one global order);
+    yields their views."""
+    writes = list(writes)
+    with locked(w.storage for w in writes):
+        entered: list[HostWrite] = []
+        try:
+            views = []
+            for w in writes:
+                views.append(w.__enter__())
+                entered.append(w)
+            yield views
+        except BaseException:
+            et, ev, tb = sys.exc_info()
+            for w in reversed(entered):
+                w.__exit__(et, ev, tb)
+            raise
+        else:
+            for w in reversed(entered):
+                w.__exit__(None, None, None)
 
 
 @contextmanager

@@ -400,31 +400,26 @@ def _make_inplace(fn: Any) -> Any:
 
     def iop(self, other, /):
         if type(other) is HPA:
-            b = other._host()
             if other._device is not self._device:
                 join_devices(self._device, other._device)
-        elif type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
-            b = other
-        else:
+        elif not (type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS)):
             return NotImplemented
         if not self._a.flags.writeable:  # refused before the coherence state is touched
             raise ValueError("this array is read-only (read-only memory or a broadcast view); "
                              "use the out-of-place operator or a copy")
-        s = self._s
-        # under the storage lock: another thread's whole-storage publish or acquire must
-        # not interleave with this write (it would be lost on a copied/mapped link)
-        with s.lock:
-            if not s.host_exclusive:
-                s.sync_for_host_write(False)
-            a = self._a
-            if is_ufunc:
-                fn(a, b, out=a)
-            else:
-                r = fn(a, b)
-                if np.shape(r) != a.shape:
-                    raise ValueError(f"in-place operation would change the shape {a.shape} "
-                                     f"to {np.shape(r)}")
-                np.copyto(a, r, casting="same_kind")
+        # under the storage lock from the read of the operand to the last byte written:
+        # another thread's launch or whole-storage publish/acquire must not interleave
+        with self._s.lock:
+            b = other._host() if type(other) is HPA else other
+            with self._writing() as a:
+                if is_ufunc:
+                    fn(a, b, out=a)
+                else:
+                    r = fn(a, b)
+                    if np.shape(r) != a.shape:
+                        raise ValueError(f"in-place operation would change the shape "
+                                         f"{a.shape} to {np.shape(r)}")
+                    np.copyto(a, r, casting="same_kind")
         return self
     return iop
 
