@@ -206,13 +206,6 @@ class Coherence:
         self.inflight = [t for t in self.inflight if all(t[0] is not d for d in tokens)]
         self._refresh()
 
-    def discard_device_writes(self) -> None:
-        """Declare the host authoritative (explicit publish)."""
-        self.inflight.clear()
-        self.latest += 1
-        self.host = self.latest
-        self._refresh()
-
     def __repr__(self) -> str:
         devs = ", ".join(f"{k}={v}" for k, v in self.devices.items())
         return (f"Coherence(latest={self.latest}, host={self.host}, {devs or 'no devices'}, "

@@ -107,13 +107,44 @@ def test_forget_newest_device_requires_acquire() -> None:
     assert c.devices == {} and c.host_exclusive
 
 
-def test_discard_device_writes_makes_host_authoritative() -> None:
+def test_device_write_waits_for_other_devices_only() -> None:
+    c = Coherence()
+    c.add_device("a")
+    c.add_device("b")
+    c.published("a", token="copy-a")
+    c.device_read_launched("a", "read-a")
+    c.published("b")
+    c.device_read_launched("b", "read-b")
+    assert c.hazards_for_device_write("b") == ["copy-a", "read-a"]
+    assert c.hazards_for_device_write("a") == ["read-b"]
+
+
+def test_failed_whole_write_keeps_the_device_newest() -> None:
     c = Coherence()
     c.add_device("d")
     c.published("d")
     c.device_written("d", "t")
-    c.discard_device_writes()
-    assert not c.host_stale and c.plan_device_read("d") == (None, True)
+    c.acquired("d")  # the launch finished; host and device current
+    c.device_written("d", "t2")
+    c.host_write_failed(skipped_acquire=True)
+    assert c.host_stale and c.source_for_host() == "d"
+    c.host_write_failed(skipped_acquire=False)  # the host may hold part of the write
+    assert not c.host_stale and not c.is_current("d")
+
+
+def test_invalidated_device_holds_no_version() -> None:
+    c = Coherence()
+    c.add_device("d")
+    c.published("d", token="copy")
+    assert c.is_current("d")
+    c.device_invalidated("d")
+    assert not c.is_current("d") and c.inflight == []
+    assert c.plan_device_read("d") == (None, True)
+    # the only current copy is never invalidated: that would lose the newest data
+    c.published("d")
+    c.device_written("d", "t")
+    c.device_invalidated("d")
+    assert c.is_current("d") and c.host_stale
 
 
 def test_publish_from_stale_host_is_a_bug() -> None:

@@ -43,3 +43,63 @@ def test_two_devices_in_one_call_raise(tmp_path: Path) -> None:
     refused = [ln for ln in r.stdout.splitlines() if ln.startswith("refused")]
     assert len(refused) == 5, r.stdout
     assert "host+device on opencl:0:0" in r.stdout
+
+
+WRITE_WAITS_CODE = r"""
+import numpy as np, hostarray as ha
+devs = [d for d in ha.devices() if d.framework == "opencl"]
+assert len(devs) >= 2, devs
+A, B = devs[0], devs[1]
+slow = ha.Program('''
+__kernel void slow_copy(__global const float *x, __global float *out, const int spin) {
+    int i = get_global_id(0);
+    float acc = 1.0f;
+    for (int k = 0; k < spin; ++k) acc = acc * 1.0000001f;
+    out[i] = x[i] + (acc > 1e30f ? 1.0f : 0.0f);
+}''', device=A)
+pb = ha.Program('''
+__kernel void set(__global float *x, const float v) { x[get_global_id(0)] = v; }
+__kernel void add(__global float *x, const float v) { x[get_global_id(0)] += v; }''',
+                device=B)
+for variant in ("read-write arg", "write-only arg", "raw cl_buffer rw", "host wrote first"):
+    x = ha.asarray(np.arange(64, dtype=np.float32), device=A, copy=True)
+    if variant == "host wrote first":
+        x[0] = 0.0  # the launch on A also publishes
+    out = ha.zeros(64, dtype=ha.float32, device=A)
+    expected = np.asarray(x, copy=True)
+    slow.slow_copy(64, x, out, SPIN)        # reads x on A for a while
+    xb = x.to_device(B)
+    if variant == "read-write arg":
+        pb.set(64, xb, 1.0)                 # must wait for A's read of x
+    elif variant == "write-only arg":
+        pb.set(64, ha.write(xb), 1.0)
+    else:
+        import pyopencl as cl
+        from hostarray import hostptr
+        with hostptr.cl_buffer(xb, B, "rw") as buf:
+            cl.enqueue_fill_buffer(hostptr.queue(B), buf, np.float32(1.0), 0, 256)
+    got = np.asarray(out, copy=True)
+    print(variant, "ok" if np.array_equal(got, expected) else f"RACE {got[:4]}")
+    assert np.array_equal(np.asarray(x, copy=True), np.ones(64, np.float32)), variant
+print("waits", ha.stats().waits)
+"""
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("link", ["auto", "copied"])
+def test_write_on_one_device_waits_for_a_read_on_another(tmp_path: Path, link: str) -> None:
+    # issue 10 class 4: a launch on B that writes x must wait for A's launch still reading x
+    extra = extra_drivers()
+    if extra is None:
+        pytest.skip("set HOSTARRAY_OCL_EXTRA to a folder with pocl-binary-distribution")
+    libs = system_icd_libraries() + [driver_library(extra, "pocl")]
+    code = WRITE_WAITS_CODE.replace("SPIN", "3_000_000")
+    r = run_python(code, env={"OCL_ICD_VENDORS": str(vendors_dir(tmp_path, libs)),
+                              "HOSTARRAY_LINK": link}, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert [ln for ln in lines if ln.endswith(" ok")] == [
+        "read-write arg ok", "write-only arg ok", "raw cl_buffer rw ok", "host wrote first ok"
+    ], r.stdout
+    waits = int(next(ln for ln in lines if ln.startswith("waits")).split()[1])
+    assert waits >= 4, r.stdout  # each write on B waited for A
