@@ -33,7 +33,9 @@ def test_devices_json_describes_the_real_device(cl_device: ha.Device) -> None:
     assert row["framework"] == "opencl"
     assert row["name"] == cl_dev.name.strip()
     assert row["alignment"] == cl_dev.mem_base_addr_align // 8 == cl_device.alignment
-    assert row["max_alloc"] == cl_dev.max_mem_alloc_size
+    # PoCL derives its largest allocation from the memory free when a process starts
+    # (1, 2 and 4 GiB were seen in different processes): compare with the device's total
+    assert 0 < row["max_alloc"] <= cl_dev.global_mem_size
     assert row["host_unified"] == bool(cl_dev.host_unified_memory)
     assert row["platform"] == cl_dev.platform.name.strip()
     # the kind the runtime's probe found in this process (or HOSTARRAY_LINK forced)
