@@ -29,8 +29,12 @@ def device_report() -> dict[str, Any]:
     dict
         ``{"devices": [...], "left_out": [...], "default": str | None, "link_forced": str |
         None}`` (and ``default_error`` when ``HOSTARRAY_DEVICE`` names no device here);
-        each device has ``device, framework, name, type, alignment, max_alloc,
-        host_unified, link, default`` (and ``platform``, ``driver`` for OpenCL).
+        each device has ``device, framework, name, type, alignment, host_alignment,
+        max_alloc, host_unified, link, default`` (and ``platform``, ``driver`` for
+        OpenCL).  ``alignment`` is where a view inside a buffer may start (sub-buffer
+        origins, ``CL_DEVICE_MEM_BASE_ADDR_ALIGN``); ``host_alignment`` is what host
+        memory needs for a buffer to use it in place (found by a probe; ``None`` for the
+        host), and an array's memory needs its element size too.
 
     Examples
     --------
@@ -53,7 +57,7 @@ def device_report() -> dict[str, Any]:
     for d in ha.devices():
         row: dict[str, Any] = {
             "device": str(d), "framework": d.framework, "name": d.name, "type": d.type,
-            "alignment": d.alignment,
+            "alignment": d.alignment, "host_alignment": None,
             "max_alloc": None if d.framework == "host" else d.max_alloc,
             "host_unified": d.host_unified, "link": None, "default": d == default,
         }
@@ -63,8 +67,8 @@ def device_report() -> dict[str, Any]:
             row["driver"] = cl_dev.driver_version.strip()
             try:
                 row["link"] = d.link
+                row["host_alignment"] = d.host_alignment
             except Exception as e:  # a failed check is reported, not hidden
-                row["link"] = None
                 row["link_error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
     left = [{"device": s, "name": n, "why": w} for s, n, w in ha._devices.left_out_devices()]
@@ -101,13 +105,14 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["default"] is not None else 2
-    header = ["device", "framework", "type", "link", "alignment", "max alloc", "unified",
-              "default", "name"]
+    header = ["device", "framework", "type", "link", "alignment", "host align", "max alloc",
+              "unified", "default", "name"]
     rows = []
     for r in report["devices"]:
         link = r["link"] or ("error" if "link_error" in r else "-")
+        host_align = "-" if r["host_alignment"] is None else f"{r['host_alignment']} B"
         rows.append([r["device"], r["framework"], r["type"], link, f"{r['alignment']} B",
-                     _size(r["max_alloc"]), "yes" if r["host_unified"] else "no",
+                     host_align, _size(r["max_alloc"]), "yes" if r["host_unified"] else "no",
                      "*" if r["default"] else "", r["name"]])
     print("\n".join(_table(header, rows)))
     for r in report["devices"]:
@@ -120,6 +125,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
             print(f"  {lo['device']} ({lo['name']}): {lo['why']}")
     else:
         print("left out: none (every device the drivers listed ran a probe kernel)")
+    print("alignment: where a view passed to a kernel may start inside its array's buffer; "
+          "host align:\n      what host memory needs for a buffer to use it in place (probed; "
+          "an array also\n      needs its element size), else ha.asarray copies it")
     if report["link_forced"]:
         print(f"link: forced to {report['link_forced']!r} by HOSTARRAY_LINK")
     else:

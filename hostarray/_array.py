@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _sharing
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, address_of, aligned_empty
@@ -134,7 +135,9 @@ class HostPtrArray:
 
     # -- devices ---------------------------------------------------------------------
     def to_device(self, device: Device | str, /, *, stream: Any = None) -> HostPtrArray:
-        """The same data on ``device``, over the same memory where its alignment allows.
+        """The same data on ``device``, over the same memory where the device can use it
+        (one contiguous range, aligned to ``max(device.host_alignment, itemsize)``; else a
+        copy into page-aligned storage).
 
         Attaching is lazy: the device buffer is created on first device use.
 
@@ -150,7 +153,7 @@ class HostPtrArray:
         dev = _parse_device(device)
         if dev == self._device:
             return self
-        if dev.framework == "host" or _shareable(self._s, dev):
+        if dev.framework == "host" or _sharing.copy_needed(self._s.base, dev) is None:
             return _view(self, self._a, dev)
         return wrap(aligned_copy(self._host()), dev)
 
@@ -288,6 +291,11 @@ class HostPtrArray:
         whole = _is_whole(key) and (type(value) in _EVALUATED or isinstance(value, _VALUES))
         # under the storage lock: a publish or acquire of the whole storage for another
         # thread's launch must not interleave with the read of the value and the write
+        if type(value) is list or type(value) is tuple:
+            # arrays nested in the value are read here, before this storage's lock is
+            # taken: numpy would convert them under it through __array__, which takes
+            # their storages' locks (a lock-order deadlock with a launch holding both)
+            value = _host_values(value)
         with self._s.lock:
             v = value._host() if isinstance(value, HostPtrArray) else value
             with self._writing(whole) as a:
@@ -319,9 +327,8 @@ def _view(x: HostPtrArray, a: np.ndarray, device: Device | None = None) -> HostP
 
 
 def _shareable(s: Storage, dev: Device) -> bool:
-    """Whether ``s``'s memory can back a buffer on ``dev`` without a copy."""
-    return (s.nbytes > 0 and s.contiguous_bytes() is not None
-            and s.address % dev.alignment == 0)
+    """Whether ``dev`` may get a buffer over ``s``'s memory (see :mod:`hostarray._sharing`)."""
+    return _sharing.memory_fault(s.base, dev, 0) is None
 
 
 def aligned_copy(a: np.ndarray) -> np.ndarray:
@@ -339,29 +346,67 @@ def aligned_zeros(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 def wrap(a: np.ndarray, device: Device = HOST) -> HostPtrArray:
     """A new ``HostPtrArray`` owning the fresh numpy result ``a`` (no copy on the
-    host; on a device, a copy into aligned storage if ``a``'s memory can't be shared)."""
+    host; on a device, a copy into aligned storage if ``a``'s memory can't be shared).
+
+    Only for memory nobody else holds: memory the user handed in goes through
+    :func:`adopt`."""
     if type(a) is not np.ndarray:
         a = np.asarray(a)
-    if device is not HOST and device.framework != "host":
-        if a.nbytes and (not a.flags.c_contiguous or address_of(a) % device.alignment):
-            a = aligned_copy(a)
+    if device is not HOST and device.framework != "host" \
+            and _sharing.copy_needed(a, device) is not None:
+        a = aligned_copy(a)
     return _new(a, Storage(a), device)
+
+
+def _storage_for(a: np.ndarray) -> tuple[Storage, np.ndarray]:
+    """The storage for the numpy array ``a`` the user hands in, and ``a``'s elements as a
+    view over it.
+
+    Memory that lies in a live storage (an export's own, or one the registry knows:
+    adopted, exported or attached before) gives that storage — one memory range, one
+    coherence state — and a view built over its own memory, not over ``a`` (read-only
+    where ``a`` is).  Other memory gets a new storage over ``a`` itself (no copy; escaped
+    while the user holds ``a``), registered."""
+    base = a.base
+    if type(base) is _ExportHolder:
+        s = base._storage
+        return s, _sharing.view_within(s, a, _writeable(a, s))
+    new = Storage.over_user_memory(a)
+    iface = new.user.__array_interface__  # computed once, for both questions below
+    addr = iface["data"][0]
+    lo, hi = _sharing.extent(addr, a.shape, iface["strides"], a.itemsize)
+    s = _sharing.find_range(lo, hi)
+    if s is not None:
+        return s, _sharing.view_within(s, a, _writeable(a, s), addr)
+    _sharing.register(new, lo, hi)
+    return new, new.base
+
+
+def _writeable(a: np.ndarray, s: Storage) -> bool:
+    return bool(a.flags.writeable and s.base.flags.writeable)
 
 
 def adopt(a: np.ndarray, device: Device, copy: bool | None,
           error: type[Exception] = ValueError) -> HostPtrArray:
     """A ``HostPtrArray`` over the numpy array ``a`` on ``device``: ``a``'s own memory
     where the device can use it, else a copy into aligned storage (``copy=False``:
-    raise ``error`` instead)."""
-    s = Storage(a)
-    if device.framework == "host" or (a.nbytes == 0 and s.contiguous_bytes() is not None) \
-            or _shareable(s, device):
-        return _new(a, s, device)
-    if copy is False:
-        raise error(f"the memory at {address_of(a):#x} can't be shared with {device} "
-                    f"(alignment {device.alignment} bytes, or not contiguous); pass "
-                    f"copy=None to copy it into aligned storage")
-    return wrap(aligned_copy(a), device)
+    raise ``error`` instead).
+
+    Memory that lies in a live storage (an export of a ``HostPtrArray``, memory adopted
+    before) gives a view of that storage: one memory range has one coherence state.
+    Other memory becomes a storage over the user's array, escaped while the user holds
+    it (see the coherence model)."""
+    s, v = _storage_for(a)
+    if device.framework != "host":
+        fault = _sharing.copy_needed(s.base, device)
+        if fault is not None:
+            if copy is False:
+                raise error(f"the memory at {address_of(a):#x} can't be shared with {device} "
+                            f"without a copy ({_sharing.why_copy(fault)}); pass copy=None to "
+                            f"copy it into aligned storage")
+            s.sync_for_host_read()
+            return wrap(aligned_copy(v), device)
+    return _new(v, s, device)
 
 
 def host_view(x: HostPtrArray) -> np.ndarray:
@@ -370,6 +415,7 @@ def host_view(x: HostPtrArray) -> np.ndarray:
     While any view derived from it lives, launches publish before and acquire
     after (see the coherence model)."""
     s = x._s
+    _sharing.register(s)  # ha.asarray / ha.from_dlpack of what derives from it find s
     return np.asarray(_ExportHolder(x._a, s))
 
 
@@ -377,6 +423,15 @@ _API_VERSIONS = ("2023.12", "2024.12", "2025.12")
 _EVALUATED = frozenset((int, float, complex, bool))  # write values numpy reads at once
 _VALUES = (np.ndarray, np.generic, HostPtrArray)
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index parts that give views
+
+
+def _host_values(v: Any) -> Any:
+    """``v`` with every HostPtrArray in nested lists and tuples replaced by its host data."""
+    if isinstance(v, HostPtrArray):
+        return v._host()
+    if type(v) is list or type(v) is tuple:
+        return type(v)(_host_values(i) for i in v)
+    return v
 
 
 def _numpy_key(key: Any) -> Any:

@@ -32,7 +32,12 @@ class Device:
     type : str
         ``"host"``, or the OpenCL device type (``"CPU"``, ``"GPU"``, ...).
     alignment : int
-        Required alignment of host memory in bytes (``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` / 8).
+        Alignment in bytes of sub-buffer origins: where a view passed to a kernel may
+        start inside its array's buffer (``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` / 8).
+    host_alignment : int
+        Alignment in bytes that host memory needs for a buffer to use it in place
+        (zero-copy), found once per device by a probe; an array's memory needs at least
+        its element size too (see :func:`hostarray.hostptr.attach`).
     max_alloc : int
         Largest single allocation in bytes.
     host_unified : bool
@@ -74,6 +79,17 @@ class Device:
                     from .backends.opencl import DeviceRuntime
                     self._runtime = DeviceRuntime(self._cl_device, self._key)
         return self._runtime
+
+    @property
+    def host_alignment(self) -> int:
+        """Alignment (bytes) host memory needs for a buffer on this device to use it in
+        place: probed once per device (an off-alignment ``CL_MEM_USE_HOST_PTR`` buffer is
+        made, a kernel writes it, a map must return the host pointer with the writes in
+        the host bytes); ``1`` on the copied link and for the host.  Not
+        ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (that is :attr:`alignment`, for sub-buffers).
+        An array's memory also needs its element size: see
+        :func:`hostarray._sharing.host_requirement`."""
+        return 1 if self.framework == "host" else self.runtime.host_alignment
 
     @property
     def link(self) -> str | None:

@@ -67,6 +67,8 @@ def refusal_message(reason: Refusal) -> str:
     """
     k = reason.kind
     if k == "alignment":
+        if reason.text:  # a view inside a buffer: the text says where it may start instead
+            return f"{reason.text}."
         return (f"host memory at {reason.address:#x} is not aligned to the device's "
                 f"{reason.required} bytes; allocate with ha.empty(...) or "
                 f"ha.asarray(..., copy=True) for page-aligned storage.")
@@ -186,23 +188,50 @@ class BadLaunch(HostPtrError, TypeError):
 class LaunchFailed(HostPtrError, RuntimeError):
     """The device reported a launch (or a transfer) as failed.
 
-    Raised once, at the first host access or wait that meets the failure; the
-    array then holds whatever the device left (the failed launch's writes may
-    be missing or partial) and works normally again.
+    Raised once per failed launch, by whichever comes first: the first host
+    access to an array the launch used, or ``launch.wait()``.  The arrays
+    then hold whatever the device left (the failed launch's writes may be
+    missing or partial) and work normally again.
+
+    Attributes
+    ----------
+    device : Device or str
+        Where it failed, named as ``str(device)`` gives it (``opencl:P:D``).
+    status : int
+        The failed command's own OpenCL execution status (negative).
+    what : str
+        ``"kernel 'NAME'"`` for a kernel launch, otherwise what failed.
+    kernel : str or None
+        The kernel's name, for a kernel launch.
 
     Examples
     --------
     >>> from hostarray import hostptr
-    >>> e = hostptr.LaunchFailed("opencl:0:0", -5, "kernel 'add'")
-    >>> e.status
-    -5
+    >>> e = hostptr.LaunchFailed("opencl:0:0", -5, kernel="add")
+    >>> e.status, e.kernel, e.what
+    (-5, 'add', "kernel 'add'")
     """
 
-    def __init__(self, device: Any, status: int, what: str = "a launch") -> None:
-        super().__init__(device, status, what)
+    # what common negative execution statuses mean
+    STATUS_NAMES = {
+        -1: "the driver gives no reason; PoCL reports it for a command whose dependency "
+            "failed",
+        -4: "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+        -5: "CL_OUT_OF_RESOURCES, what GPU drivers report for a faulting kernel",
+        -6: "CL_OUT_OF_HOST_MEMORY",
+        -14: "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        -9999: "NVIDIA: an illegal memory access",
+    }
+
+    def __init__(self, device: Any, status: int, what: str | None = None,
+                 kernel: str | None = None) -> None:
+        if what is None:
+            what = f"kernel {kernel!r}" if kernel else "a launch"
+        super().__init__(device, status, what, kernel)
         self.device = device
         self.status = status
         self.what = what
+        self.kernel = kernel
 
 
 def error_message(err: BaseException) -> str:
@@ -237,7 +266,9 @@ def error_message(err: BaseException) -> str:
     if isinstance(err, BadLaunch):
         return f"kernel {err.kernel!r} can't be launched: {err.why}"
     if isinstance(err, LaunchFailed):
-        return (f"{err.what} failed on {err.device} (OpenCL status {err.status}); its writes "
-                f"are missing or partial: check the kernel (an out-of-bounds access shows "
-                f"under Oclgrind) and launch again.")
+        meaning = LaunchFailed.STATUS_NAMES.get(err.status)
+        status = f"{err.status}: {meaning}" if meaning else str(err.status)
+        return (f"{err.what} failed on {err.device} (OpenCL status {status}); its writes are "
+                f"missing or partial: check the kernel (an out-of-bounds access shows under "
+                f"Oclgrind) and launch again.")
     return str(err)

@@ -243,16 +243,42 @@ class Storage:
             self._raise_if_failed(tokens, None)
 
     def _raise_if_failed(self, tokens: list[Any], key: Hashable | None) -> None:
-        """Report launches the device marked failed (a negative status), once."""
-        failed = [t for t in tokens if getattr(t, "command_execution_status", 0) < 0]
+        """Report launches the device marked failed (a negative status), once.
+
+        Failed tokens are forgotten here, reported or not.  A token of a kernel
+        launch (``hostarray.kernels``) names its ``kernel`` and ``device`` and is
+        shared by every storage the launch used and by its ``Launch``: its
+        ``claim_report()`` says whether the failure is still to be raised, so a
+        launch's failure is raised once, by whichever access or ``Launch.wait()``
+        meets it first.  Other tokens (a transfer, raw pyopencl work) belong to
+        this storage alone."""
+        def status(t: Any) -> int:
+            # a token's status; after a device fault, the driver's error when asked (NVIDIA
+            # answers -9999 for an event once a kernel made an illegal access)
+            try:
+                return int(getattr(t, "command_execution_status", 0))
+            except Exception as e:
+                code = getattr(e, "code", None)
+                return code if isinstance(code, int) and code < 0 else -1
+
+        failed = [t for t in tokens if status(t) < 0]
         if not failed:
             return
         coh = self.coh
-        if key is None:
-            key = next((k for t, k, _ in coh.inflight if t is failed[0]), "the device")
+        where = {id(t): k for t, k, _ in coh.inflight}
         coh.drop_launches(failed)
         self._mirror()
-        raise LaunchFailed(key, int(failed[0].command_execution_status))
+        # a kernel's failure first: after a fault some drivers fail every later command,
+        # and answer for any event with the fault's status (NVIDIA: -9999)
+        failed.sort(key=lambda t: getattr(t, "kernel", None) is None)
+        for t in failed:
+            claim = getattr(t, "claim_report", None)
+            if claim is not None and not claim():
+                continue  # raised already (Launch.wait or another array of the launch)
+            device = getattr(t, "device", None) or key or where.get(id(t), "the device")
+            kernel = getattr(t, "kernel", None)
+            what = None if kernel else "a transfer or raw pyopencl command"
+            raise LaunchFailed(device, status(t), what, kernel)
 
     # -- the hooks every host access goes through ---------------------------------------
     def sync_for_host_read(self) -> None:
@@ -393,13 +419,21 @@ class Storage:
 
     # -- explicit hostptr operations ---------------------------------------------------
     def publish_explicit(self, key: Hashable) -> None:
-        """Make ``key``'s copy hold the newest data: the host's writes, and
-        device writes not read back yet (acquired first: newest wins, on every
-        link).  Nothing moves when ``key`` is current already."""
+        """Copy the newest data into ``key``'s buffer now (always one publish).
+
+        Device writes not read back yet are kept on every link: the host acquires
+        them first (newest wins), then publishes."""
         with self.lock:
             if key not in self.buffers:
                 return
-            self.prepare_device_read(key)
+            coh = self.coh
+            self._apply_deferred_ends()
+            self._check_foreign()
+            source = coh.source_for_host()
+            if source is not None:
+                self._acquire_from(source)
+            self._publish_to(key)
+            self._mirror()
 
     def acquire_explicit(self, key: Hashable) -> None:
         with self.lock:

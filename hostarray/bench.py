@@ -482,6 +482,8 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
     def one(nbytes: int) -> dict[str, Any]:
         _progress(f"laziness {format_size(nbytes)} ({iterations} iterations, residual every "
                   f"{check_every}{', link ' + link if link else ''})")
+        from ._array import wrap
+
         n = nbytes // 4
         g = min(groups, n)
         # The data already lives in page-aligned host memory, as in a program built on
@@ -503,7 +505,9 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
         def attached() -> tuple[Any, ...]:
             reset()
             with forced_link(dev, link):
-                arrays = tuple(ha.asarray(a, device=dev) for a in (u0, unew0, f0, part0))
+                # hostarray's own memory (wrap: owned, not adopted user memory that the
+                # bench still holds, which would make every launch eager)
+                arrays = tuple(wrap(a, dev) for a in (u0, unew0, f0, part0))
                 for a in arrays:  # attached now, so eager publishes from the start
                     ha.hostptr.attach(a, dev)
             return arrays

@@ -34,7 +34,7 @@ from ._errors import (
     error_message,
     refusal_message,
 )
-from ._storage import Storage
+from ._sharing import check_memory, check_storage, ensure_buffer, view_offset
 
 if TYPE_CHECKING:
     from ._array import HostPtrArray
@@ -69,36 +69,6 @@ class HostLink:
     device: Device
     address: int
     nbytes: int
-
-
-def _check_shareable(s: Storage, dev: Device, array_id: int) -> np.ndarray:
-    """The storage's bytes if ``dev`` may get a buffer over them; raises otherwise."""
-    if dev.framework != "opencl":
-        raise Refused(dev, Refusal("device_type", device_type=dev.type))
-    raw = s.contiguous_bytes()
-    if raw is None:
-        raise NotHostBacked(array_id, "its memory is not one contiguous range")
-    n = raw.nbytes
-    if n == 0 or n > dev.max_alloc:
-        raise Refused(dev, Refusal("size", size=n, limit=dev.max_alloc))
-    addr = s.address
-    if addr % dev.alignment:
-        raise Refused(dev, Refusal("alignment", address=addr, required=dev.alignment))
-    return raw
-
-
-def ensure_buffer(x: HostPtrArray, dev: Device) -> Any:
-    """``x``'s storage's buffer on ``dev``, created (lazy attach) if missing."""
-    s = x._s
-    buf = s.buffers.get(dev)
-    if buf is None:
-        with s.lock:
-            buf = s.buffers.get(dev)
-            if buf is None:
-                raw = _check_shareable(s, dev, id(x))
-                buf = dev.runtime.create_buffer(raw, dev)
-                s.add_buffer(dev, buf)
-    return buf
 
 
 def attach(x: HostPtrArray, device: Device | str) -> HostLink:
@@ -138,11 +108,25 @@ def attach(x: HostPtrArray, device: Device | str) -> HostLink:
 def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink:
     """Create ``x``'s buffer on ``device`` over the numpy array ``host``.
 
-    ``host`` must be ``x``'s own memory, or becomes it: then ``host`` must have
-    ``x``'s shape and dtype, ``x`` must cover its whole storage and have no
-    device buffer, and ``x`` afterwards holds ``host``'s contents (views taken
-    of ``x`` before keep the old memory).  The primitive under
-    :func:`attach` and :func:`of_numpy`.
+    ``host`` is either exactly ``x``'s own memory (the same address and size, one
+    contiguous range: then this is :func:`attach`), or memory apart from ``x``'s, which
+    becomes ``x``'s: then ``host`` must have ``x``'s shape and dtype, ``x`` must cover
+    its whole storage and have no device buffer, and ``x`` afterwards holds ``host``'s
+    contents (views taken of ``x`` before keep the old memory).  Memory that already
+    belongs to another array (an export of it) makes ``x`` share that array's state.
+    ``host`` is the user's memory: while the user holds it, launches publish before and
+    acquire after (see the coherence model).  The primitive under :func:`attach` and
+    :func:`of_numpy`.
+
+    Raises
+    ------
+    ValueError
+        ``host`` overlaps ``x``'s memory without being exactly it, or has another shape
+        or dtype.
+    NotHostBacked
+        ``host`` is not one contiguous range (a reversed or strided view).
+    Refused, BufferExists
+        As :func:`attach`.  Nothing changes when an error is raised.
 
     Examples
     --------
@@ -153,49 +137,81 @@ def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink
     >>> if gpu.framework == "opencl":
     ...     _ = hostptr.install(x, gpu, np.asarray(x))
     """
+    from ._array import _storage_for
+    from ._sharing import byte_extent
+
     dev = _parse_device(device)
     if not isinstance(host, np.ndarray):
         raise TypeError(f"install takes a numpy array as host, not {type(host).__name__}")
-    if np.may_share_memory(host, x._s.base) and host.nbytes == x._s.nbytes:
-        return attach(x, dev)
+    s = x._s
+    lo, hi = byte_extent(host)
+    slo, shi = byte_extent(s.base)
+    if lo < shi and slo < hi:  # host overlaps x's memory
+        one_range = host.flags.c_contiguous or host.flags.f_contiguous
+        if one_range and (lo, hi) in ((slo, shi), byte_extent(x._a)) \
+                and (x._a.flags.c_contiguous or (lo, hi) == (slo, shi)):
+            return attach(x, dev)
+        if not one_range:
+            raise NotHostBacked(id(x), "host is a strided or reversed view of x's memory; "
+                                       "pass np.asarray(x) to attach x's own memory")
+        raise ValueError(f"host (bytes {lo:#x}..{hi:#x}) overlaps x's memory "
+                         f"({slo:#x}..{shi:#x}) without being exactly it; pass np.asarray(x) "
+                         f"to attach x's own memory, or separate memory (e.g. host.copy()) "
+                         f"for x to take over")
     if host.shape != x.shape or host.dtype != x.dtype:
         raise ValueError(f"host has shape {host.shape} and dtype {host.dtype}; x needs "
                          f"{x.shape} and {x.dtype}")
-    if x._s.buffers or not x._covers_storage():
-        raise BufferExists(id(x), dev) if x._s.buffers else NotHostBacked(
+    if s.buffers or not x._covers_storage():
+        raise BufferExists(id(x), dev) if s.buffers else NotHostBacked(
             id(x), "a view can't take over new memory; install on the whole array")
-    s = Storage(host)
-    _check_shareable(s, dev, id(x))
-    x._a, x._s = host, s
+    check_memory(host, dev, id(x))  # refused before anything changes
+    found, view = _storage_for(host)
+    check_storage(found, dev, id(x))
+    if dev in found.buffers:  # host belongs to an array attached there already
+        raise BufferExists(id(x), dev)
+    x._a, x._s = view, found
     return attach(x, dev)
 
 
 def of_numpy(device: Device | str, a: np.ndarray) -> HostPtrArray:
     """Wrap the numpy array ``a`` (no copy) and attach it to ``device``.
 
-    Raises :class:`Refused` if the device can't use ``a``'s memory (for
-    instance when it is not aligned to ``device.alignment``).
+    Memory that already belongs to an array (``np.asarray(x)``, a DLPack export, memory
+    adopted before) gives a view of that array's storage, sharing its state.  Other
+    memory is the user's: while the user holds ``a``, launches publish before and
+    acquire after (see the coherence model).
+
+    Raises
+    ------
+    Refused
+        The device can't use ``a``'s memory: ``e.reason.kind`` is ``"alignment"`` for an
+        address that is not a multiple of ``max(device.host_alignment, a.itemsize)``
+        (probed per device: 1 byte on Debian's PoCL and on NVIDIA's driver for an H200, so
+        any element-aligned numpy array attaches), ``"size"`` for zero bytes or more than
+        the device allows.
+    NotHostBacked
+        ``a`` is not one contiguous range.
 
     Examples
     --------
     >>> import numpy as np, hostarray as ha
     >>> from hostarray import hostptr
-    >>> a = np.asarray(ha.zeros(8))           # page-aligned numpy memory
+    >>> a = np.arange(8.0)                    # numpy's own memory
     >>> gpu = ha.devices()[-1]
     >>> if gpu.framework == "opencl":
     ...     x = hostptr.of_numpy(gpu, a)
     ...     assert np.shares_memory(np.asarray(x), a)
     """
-    from ._array import _new
+    from ._array import _new, _storage_for
 
     dev = _parse_device(device)
     if not isinstance(a, np.ndarray):
         raise TypeError(f"of_numpy takes a numpy array, not {type(a).__name__}")
     if a.dtype.hasobject or a.dtype.fields is not None or a.dtype.kind in "USV":
         raise TypeError(f"dtype {a.dtype} can't be shared with a device; use a numeric dtype")
-    s = Storage(a)
-    x = _new(a, s, dev)
-    _check_shareable(s, dev, id(x))
+    check_memory(a, dev, id(a))  # a itself must be one buffer's worth: refused before any change
+    s, view = _storage_for(a)
+    x = _new(view, s, dev)
     ensure_buffer(x, dev)
     return x
 
@@ -218,10 +234,11 @@ def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
 
 
 def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
-    """Declare the host authoritative and make its bytes visible on ``device``.
+    """Copy ``x``'s newest data into its buffer on ``device`` now (not at the next launch).
 
-    Device writes not yet read back are discarded.  Does nothing if ``x`` has
-    no buffer on ``device``.
+    Always one publish.  The newest data wins on every link: device writes not
+    read back yet are kept (the host acquires them first).  Does nothing if
+    ``x`` has no buffer on ``device``.
     """
     x._s.publish_explicit(_parse_device(device))
 
@@ -262,12 +279,7 @@ class _RawUse:
     def __enter__(self) -> Any:
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
         # refused before anything is created or published (a refused call changes nothing)
-        if not a.flags.c_contiguous:
-            raise NotHostBacked(id(x), "a non-contiguous view is not one buffer range")
-        off = (a.__array_interface__["data"][0] - s.address) if a.size else 0
-        if off % dev.alignment:
-            raise Refused(dev, Refusal("alignment", address=s.address + off,
-                                       required=dev.alignment))
+        off = view_offset(x, dev, "the array given to cl_buffer")
         if "w" in self.access and not a.flags.writeable:
             raise BadLaunch("cl_buffer", f"the array is read-only but access {self.access!r} "
                                          f"lets the device write it; use access='r'")
@@ -275,16 +287,21 @@ class _RawUse:
         with s.lock:
             # write-only skips the publish only when the whole storage is overwritten
             if "r" in self.access or a.nbytes != s.nbytes:
-                s.prepare_device_read(dev)
+                s.prepare_device_read(dev, writes="w" in self.access)
             else:
                 s.prepare_device_write(dev)
         return buf.handle(off, a.nbytes)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         import pyopencl as cl
 
         s = self.x._s
         marker = cl.enqueue_marker(self.dev.runtime.queue)
+        if exc_type is not None and "w" in self.access:
+            # the block raised: what it enqueued may have written part of the buffer, or
+            # nothing (its bytes are then uninitialised): the host keeps its data
+            s.discard_raw_use(self.dev, marker)
+            return
         with s.lock:
             s.record_launch(self.dev, marker, writes="w" in self.access)
 

@@ -11,6 +11,8 @@ read-write) unless wrapped in :func:`read`, :func:`write` or
 from __future__ import annotations
 
 import atexit
+import math
+import re
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -24,11 +26,10 @@ from ._devices import Device
 from ._devices import device as _parse_device
 from ._devices import devices as _devices
 from ._errors import BadLaunch, DeviceUnavailable, LaunchFailed
+from ._sharing import check_storage, ensure_buffer, view_offset
 from ._stats import COUNTERS
 from ._storage import AFTER_DEVICE_SYNC, locked
 from .backends.opencl import build_program
-from .hostptr import _check_shareable as check_shareable
-from .hostptr import ensure_buffer
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
 
@@ -95,6 +96,119 @@ _SCALAR_TYPES = {
 }
 
 
+# OpenCL C scalar types a pointer argument may point to: (family, bytes per element)
+_C_SCALARS = {
+    "char": ("int", 1), "uchar": ("int", 1), "short": ("int", 2), "ushort": ("int", 2),
+    "int": ("int", 4), "uint": ("int", 4), "long": ("int", 8), "ulong": ("int", 8),
+    "half": ("float", 2), "float": ("float", 4), "double": ("float", 8),
+}
+_ADDRESS_SIZED = ("size_t", "ptrdiff_t", "intptr_t", "uintptr_t")
+_VECTOR = re.compile(r"^([a-z]+?)(2|3|4|8|16)$")
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|restrict|__global|global|__constant|constant)\b")
+_NUMERIC = [np.dtype(c) for c in "?bBhHiIlLqQefdFD"]
+# what to tell the user: the numpy dtype for a C type, and the C type for a dtype
+_DTYPE_FOR_C = {"char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16",
+                "int": "int32", "uint": "uint32", "long": "int64", "ulong": "uint64",
+                "half": "float16", "float": "float32", "double": "float64"}
+_C_FOR_DTYPE = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
+                "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
+                "uint64": "ulong", "float16": "half", "float32": "float", "float64": "double",
+                "complex64": "float2", "complex128": "double2"}
+
+
+def _scalar_of(pointee: str) -> str:
+    """The OpenCL C scalar type name of a pointer's element type, as declared
+    (``"uint"`` for ``unsigned int``, ``"float"`` for ``float4``); other names as they are."""
+    t = " ".join(_QUALIFIERS.sub(" ", pointee).split())
+    if t.startswith("unsigned "):
+        t = "u" + t[9:]
+    elif t.startswith("signed "):
+        t = t[7:]
+    t = {"unsigned": "uint", "long long": "long", "ulong long": "ulong"}.get(t, t)
+    m = _VECTOR.match(t)
+    if m and m.group(1) in _C_SCALARS:
+        return m.group(1)
+    return t
+
+
+def _element_dtypes(pointee: str, address_bits: int) -> frozenset[np.dtype] | None:
+    """numpy dtypes (native byte order) an array may have to be passed as a pointer to
+    ``pointee`` (the argument's type name without ``*``), or ``None`` when any may
+    (a struct, a typedef hostarray can't see through, ``void``).
+
+    The element size must match; integers of either signedness are taken for one
+    another and ``bool`` for ``char``/``uchar``; a complex dtype passes for its
+    component type (``complex64`` for ``float``, ``float2``...).
+
+    Examples
+    --------
+    >>> from hostarray.kernels import _element_dtypes
+    >>> sorted(d.name for d in _element_dtypes("float4", 64))
+    ['complex64', 'float32']
+    >>> sorted(d.name for d in _element_dtypes("unsigned char", 64))
+    ['bool', 'int8', 'uint8']
+    >>> _element_dtypes("struct pair", 64) is None
+    True
+    """
+    base = _scalar_of(pointee)
+    if base in _ADDRESS_SIZED:
+        family, size = "int", address_bits // 8
+    elif base in _C_SCALARS:
+        family, size = _C_SCALARS[base]
+    else:
+        return None
+    if family == "int":
+        ok = [d for d in _NUMERIC if d.kind in "iu" and d.itemsize == size]
+        if size == 1:
+            ok.append(np.dtype(bool))
+    else:
+        ok = [d for d in _NUMERIC if (d.kind == "f" and d.itemsize == size)
+              or (d.kind == "c" and d.itemsize == 2 * size)]
+    return frozenset(ok)
+
+
+class _Run:
+    """What the storages of a launch track for it (their in-flight token).
+
+    Holds the event, the kernel's name and the device, not the arrays: a
+    storage refers to its tokens, so a token that referred back to storages
+    would make a reference cycle.  ``wait()`` and ``command_execution_status``
+    are the token protocol :class:`~hostarray._storage.Storage` relies on;
+    :meth:`claim_report` makes a failure reported once, by whichever of
+    :meth:`Launch.wait` or a host access meets it first."""
+
+    __slots__ = ("event", "kernel", "device", "reported")
+
+    def __init__(self, event: Any, kernel: str, device: Device) -> None:
+        self.event = event
+        self.kernel = kernel
+        self.device = device
+        self.reported = False
+
+    def wait(self) -> None:
+        self.event.wait()
+
+    @property
+    def command_execution_status(self) -> int:
+        """The event's status; after a device fault, the error the driver gives when asked
+        (NVIDIA answers clGetEventInfo with -9999 once a kernel made an illegal access)."""
+        try:
+            return int(self.event.command_execution_status)
+        except cl.Error as e:
+            code = getattr(e, "code", None)
+            return code if isinstance(code, int) and code < 0 else -1
+
+    def claim_report(self) -> bool:
+        """``True`` once: the caller reports this launch's failure; later callers don't."""
+        with _REPORT_LOCK:
+            first = not self.reported
+            self.reported = True
+        return first
+
+
+_REPORT_LOCK = threading.Lock()
+
+
 class Launch:
     """A kernel launch in flight.  Nothing blocks until the host looks at the data.
 
@@ -102,34 +216,56 @@ class Launch:
     ----------
     event : pyopencl.Event
         The launch's OpenCL event.
+    kernel : str
+        The kernel's name.
+    device : Device
+        Where it runs.
     """
 
-    __slots__ = ("event", "kernel", "_keep")
+    __slots__ = ("_run", "_keep")
 
-    def __init__(self, event: Any, kernel: str, keep: list[Any]) -> None:
-        self.event = event
-        self.kernel = kernel
+    def __init__(self, run: _Run, keep: list[Any]) -> None:
+        self._run = run
         self._keep = keep  # the storages: host memory outlives the launch
+
+    @property
+    def event(self) -> Any:
+        return self._run.event
+
+    @property
+    def kernel(self) -> str:
+        return self._run.kernel
+
+    @property
+    def device(self) -> Device:
+        return self._run.device
 
     def wait(self) -> None:
         """Block until the launch has finished.
 
-        Raises :class:`~hostarray.hostptr.LaunchFailed` if the device reports it failed."""
+        Raises :class:`~hostarray.hostptr.LaunchFailed` if the device reports it
+        failed, unless that failure was already raised (by an earlier ``wait()``
+        or by a host access to an array the launch used): each failure is raised
+        once."""
+        run = self._run
         try:
-            self.event.wait()
-        except cl.Error:
-            status = int(self.event.command_execution_status)
-            if status >= 0:
-                raise
-            raise LaunchFailed(self.event.command_queue.device.name.strip(), status,
-                               f"kernel {self.kernel!r}") from None
+            if run.command_execution_status > cl.command_execution_status.COMPLETE:
+                COUNTERS.add(waits=1)  # blocks for a launch still queued or running
+            try:
+                run.event.wait()
+            except cl.Error:
+                if run.command_execution_status >= 0:
+                    raise
+            status = run.command_execution_status
+            if status < 0 and run.claim_report():
+                raise LaunchFailed(run.device, status, kernel=run.kernel) from None
         finally:
             self._keep = []
 
     @property
     def done(self) -> bool:
         """Whether the launch has finished (or failed: a negative status)."""
-        return self.event.command_execution_status <= cl.command_execution_status.COMPLETE
+        return self._run.command_execution_status <= cl.command_execution_status.COMPLETE
 
     def __repr__(self) -> str:
         return f"<Launch {self.kernel} {'done' if self.done else 'in flight'}>"
@@ -175,9 +311,6 @@ def _finish_before_exit() -> None:
             rt.queue.finish()
         except Exception:  # a failed device must not turn exit into a traceback
             continue
-        for _, kernels in rt.programs.values():
-            for k in kernels.values():
-                k._last_args = []
     for pending in _PENDING.values():
         pending.launches.clear()
 
@@ -200,6 +333,12 @@ class Kernel:
     int or a tuple; array arguments are HostPtrArrays (optionally wrapped in
     :func:`read`/:func:`write`/:func:`readwrite`); scalars are converted to
     the kernel's declared type.
+
+    Before anything is published or enqueued, a launch is checked against
+    the kernel's declared pointer element types, the device's local memory
+    and the kernel's and the device's work-group limits (read once, here);
+    a refused launch raises :class:`~hostarray.hostptr.BadLaunch` and
+    changes nothing.
     """
 
     def __init__(self, program: Program, name: str) -> None:
@@ -208,27 +347,80 @@ class Kernel:
         self.device = program.device
         self._cl = cl.Kernel(program._cl, name)
         self._lock = threading.Lock()  # set_arg + enqueue must not interleave
-        self._last_args: list[Any] = []  # see __call__
         n = self._cl.num_args
         self.args: list[tuple[str, str, str | None]] = []  # (name, kind, access/scalar type)
+        # per pointer argument: (declared type, element dtypes it takes, or None: any)
+        self._pointee: dict[int, tuple[str, frozenset[np.dtype] | None]] = {}
+        cl_dev = self.device._cl_device
         for i in range(n):
             addr = self._cl.get_arg_info(i, cl.kernel_arg_info.ADDRESS_QUALIFIER)
             tq = self._cl.get_arg_info(i, cl.kernel_arg_info.TYPE_QUALIFIER)
-            tname = self._cl.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip().rstrip("*")
+            full = self._cl.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip()
+            tname = full.rstrip("*")
             aname = self._cl.get_arg_info(i, cl.kernel_arg_info.NAME)
             if addr in (cl.kernel_arg_address_qualifier.GLOBAL,
                         cl.kernel_arg_address_qualifier.CONSTANT):
                 const = bool(tq & cl.kernel_arg_type_qualifier.CONST) or \
                     addr == cl.kernel_arg_address_qualifier.CONSTANT
                 self.args.append((aname, "buffer", READ if const else READWRITE))
+                self._pointee[i] = (" ".join(full.split()),
+                                    _element_dtypes(tname, int(cl_dev.address_bits)))
             elif addr == cl.kernel_arg_address_qualifier.LOCAL:
                 self.args.append((aname, "local", None))
             else:
                 self.args.append((aname, "scalar", tname.strip()))
+        # buffer arguments are unset after each enqueue (see __call__)
+        self._buffer_args = tuple(self._pointee)
+        # what __call__ walks: (name, kind, access/scalar type, declared type, dtypes taken)
+        self._spec = [(*a, *self._pointee.get(i, ("", None))) for i, a in enumerate(self.args)]
+        # scalars declared: pyopencl packs them directly (about 6 us less per scalar and
+        # launch than its untyped path, which tries one conversion after another)
+        self._cl.set_scalar_arg_dtypes([_SCALAR_TYPES.get(info) if kind == "scalar" else None
+                                        for _, kind, info in self.args])
+        # the device's and the kernel's limits, checked before anything is published
+        wg = cl.kernel_work_group_info
+        self._max_group = min(int(cl_dev.max_work_group_size),
+                              int(self._group_info(wg.WORK_GROUP_SIZE, 2**62)))
+        self._max_items = tuple(int(v) for v in cl_dev.max_work_item_sizes)
+        self._local_limit = int(cl_dev.local_mem_size)
+        # local memory the kernel declares itself (no __local argument has a size yet)
+        self._static_local = int(self._group_info(wg.LOCAL_MEM_SIZE, 0))
+        reqd = tuple(int(v) for v in self._group_info(wg.COMPILE_WORK_GROUP_SIZE, (0, 0, 0)))
+        self._reqd = reqd if any(reqd) else None  # __attribute__((reqd_work_group_size))
+
+    def _group_info(self, what: Any, default: Any) -> Any:
+        """The kernel's work-group info ``what`` on its device; ``default`` (no check)
+        where the driver does not answer."""
+        try:
+            return self._cl.get_work_group_info(what, self.device._cl_device)
+        except cl.Error:
+            return default
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{k}:{n}" for n, k, _ in self.args)
         return f"<Kernel {self.name}({sig}) on {self.device}>"
+
+    def _refuse(self, why: str, **data: Any) -> BadLaunch:
+        """A :class:`BadLaunch` carrying ``data`` as attributes (``argument``, ``limit``...)."""
+        err = BadLaunch(self.name, why)
+        for k, v in data.items():
+            setattr(err, k, v)
+        return err
+
+    def _type_mismatch(self, aname: str, declared: str, dtype: np.dtype) -> BadLaunch:
+        base = _scalar_of(declared.rstrip("*"))
+        size = _C_SCALARS[base][1] if base in _C_SCALARS else \
+            int(self.device._cl_device.address_bits) // 8
+        held = dtype.name if dtype.isnative else f"{dtype.str} (non-native byte order)"
+        fix = []
+        if base in _DTYPE_FOR_C:
+            fix.append(f"pass ha.astype(x, ha.{_DTYPE_FOR_C[base]})")
+        if dtype.isnative and dtype.name in _C_FOR_DTYPE:
+            fix.append(f"declare it {_C_FOR_DTYPE[dtype.name]}*")
+        return self._refuse(f"argument {aname!r} is {declared} but the array holds {held}: "
+                            f"the kernel would read and write its bytes as {size}-byte {base} "
+                            f"elements; {' or '.join(fix) or 'pass an array of that type'}",
+                            argument=aname, declared=declared, dtype=dtype)
 
     def _sizes(self, global_size: Any, local_size: Any) -> tuple[tuple[int, ...], Any]:
         gs = (global_size,) if isinstance(global_size, (int, np.integer)) else tuple(global_size)
@@ -237,13 +429,44 @@ class Kernel:
         if len(gs) > 3:  # OpenCL's limit; refused here, before anything is published
             raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
                                        f"kernels take 1 to 3: flatten the index space")
+        gs = tuple(int(g) for g in gs)
+        reqd = self._reqd
         if local_size is None:
-            return tuple(int(g) for g in gs), None
+            if reqd is None:
+                return gs, None
+            need = max(d + 1 for d, r in enumerate(reqd) if r != 1)
+            if need > len(gs):
+                raise self._refuse(f"it requires work-groups of {reqd} "
+                                   f"(reqd_work_group_size) but the global size {gs} has "
+                                   f"{len(gs)} dimension(s); launch over {need} dimensions",
+                                   limit=reqd, requested=gs)
+            local_size = reqd[:len(gs)]  # the only size the driver takes
         ls = (local_size,) if isinstance(local_size, (int, np.integer)) else tuple(local_size)
-        if len(ls) != len(gs) or any(int(lv) <= 0 or int(g) % int(lv) for g, lv in zip(gs, ls)):
+        if len(ls) != len(gs) or any(int(lv) <= 0 or g % int(lv) for g, lv in zip(gs, ls)):
             raise BadLaunch(self.name, f"global size {gs} is not a multiple of local size "
                                        f"{ls}; round the global size up")
-        return tuple(int(g) for g in gs), tuple(int(lv) for lv in ls)
+        ls = tuple(int(lv) for lv in ls)
+        dev = self.device
+        for d, (lv, most) in enumerate(zip(ls, self._max_items)):
+            if lv > most:
+                raise self._refuse(f"local size {ls} has {lv} work-items in dimension {d}; "
+                                   f"{dev} allows at most {most} there "
+                                   f"(CL_DEVICE_MAX_WORK_ITEM_SIZES {self._max_items}): pass "
+                                   f"a smaller local_size", limit=most, requested=lv)
+        group = math.prod(ls)
+        if group > self._max_group:
+            raise self._refuse(f"local size {ls} makes work-groups of {group} work-items; this "
+                               f"kernel on {dev} takes at most {self._max_group} "
+                               f"(CL_KERNEL_WORK_GROUP_SIZE, device maximum "
+                               f"{int(dev._cl_device.max_work_group_size)}): pass a smaller "
+                               f"local_size, or local_size=None to let the driver choose",
+                               limit=self._max_group, requested=group)
+        if reqd is not None and ls + (1,) * (3 - len(ls)) != reqd:
+            raise self._refuse(f"local size {ls} differs from the work-group size {reqd} the "
+                               f"kernel requires (reqd_work_group_size); pass "
+                               f"local_size={reqd[:len(ls)]} or local_size=None",
+                               limit=reqd, requested=ls)
+        return gs, ls
 
     def __call__(self, global_size: int | Sequence[int], *args: Any,
                  local_size: int | Sequence[int] | None = None) -> Launch:
@@ -254,7 +477,8 @@ class Kernel:
         gs, ls = self._sizes(global_size, local_size)
         values: list[Any] = []
         uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, reads, writes, spans]
-        for (aname, kind, info), arg in zip(self.args, args):
+        local_bytes = 0
+        for (aname, kind, info, declared, takes), arg in zip(self._spec, args):
             if kind == "buffer":
                 mode = info
                 if isinstance(arg, Access):
@@ -265,23 +489,17 @@ class Kernel:
                 if arg._device != dev and arg._device.framework == "opencl":
                     raise BadLaunch(self.name, f"argument {aname!r} is on {arg._device}, the "
                                                f"kernel on {dev}; use x.to_device({str(dev)!r})")
+                if takes is not None and arg._a.dtype not in takes:
+                    raise self._type_mismatch(aname, declared, arg._a.dtype)
                 a, s = arg._a, arg._s
                 if mode != READ and not a.flags.writeable:
                     raise BadLaunch(self.name, f"argument {aname!r} is read-only but the "
                                                f"kernel may write it; pass ha.read(x) or a copy")
-                if not a.flags.c_contiguous:
-                    raise BadLaunch(self.name, f"argument {aname!r} is not contiguous; pass "
-                                               f"ha.asarray(x, copy=True)")
-                off = (a.__array_interface__["data"][0] - s.address) if a.size else 0
-                if off % dev.alignment:  # a sub-buffer must start on the device's alignment
-                    raise BadLaunch(self.name, f"argument {aname!r} is a view starting at byte "
-                                               f"{off} of its array, not a multiple of the "
-                                               f"device's {dev.alignment}-byte alignment; start "
-                                               f"the view at a multiple of "
-                                               f"{dev.alignment // a.itemsize or 1} elements or "
-                                               f"pass ha.asarray(x, copy=True)")
-                if dev not in s.buffers:  # refuse now, before any buffer is created
-                    check_shareable(s, dev, id(arg))
+                # one contiguous range at a sub-buffer origin (NotHostBacked / Refused),
+                # over memory the device may use: refused now, before any buffer is created
+                off = view_offset(arg, dev, f"argument {aname!r} of kernel {self.name!r}")
+                if dev not in s.buffers:
+                    check_storage(s, dev, id(arg))
                 values.append((arg, off, a.nbytes))  # its buffer once every arg is checked
                 u = uses.setdefault(id(s), [s, False, False, []])
                 span = (off, off + a.nbytes, mode != READ)
@@ -303,6 +521,11 @@ class Kernel:
                 if not isinstance(arg, cl.LocalMemory):
                     raise BadLaunch(self.name, f"argument {aname!r} is __local: pass "
                                                f"pyopencl.LocalMemory(nbytes)")
+                if arg.size <= 0:  # the driver refuses it (CL_INVALID_ARG_SIZE)
+                    raise self._refuse(f"argument {aname!r} is __local with {arg.size} bytes; "
+                                       f"pass pyopencl.LocalMemory(nbytes) with nbytes >= 1",
+                                       argument=aname, requested=arg.size, limit=1)
+                local_bytes += arg.size
                 values.append(arg)
             else:
                 if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
@@ -316,13 +539,24 @@ class Kernel:
                     values.append(t(arg))
                 except (TypeError, ValueError, OverflowError) as e:
                     raise BadLaunch(self.name, f"argument {aname!r} needs a {info}: {e}") from None
+        if local_bytes + self._static_local > self._local_limit:
+            # checked here: a driver may abort the process instead of refusing (PoCL does)
+            asked = " plus ".join(
+                ([f"its __local arguments ask for {local_bytes} bytes"] if local_bytes else [])
+                + ([f"it declares {self._static_local} bytes of __local arrays itself"]
+                   if self._static_local else []))
+            raise self._refuse(f"{asked}; {dev} has {self._local_limit} bytes of local memory "
+                               f"per work-group (CL_DEVICE_LOCAL_MEM_SIZE): pass smaller "
+                               f"pyopencl.LocalMemory sizes or shrink the kernel's __local "
+                               f"arrays", limit=self._local_limit,
+                               requested=local_bytes + self._static_local)
         values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
                   for v in values]
         storages = [u[:3] for u in uses.values()]
         with locked(u[0] for u in storages):  # one global lock order: no deadlock
-            for s, reads, _ in storages:
+            for s, reads, writes in storages:
                 if reads:
-                    s.prepare_device_read(dev)
+                    s.prepare_device_read(dev, writes=writes)
                 else:
                     s.prepare_device_write(dev)
             cl_args = [v[0].handle(v[1], v[2]) if isinstance(v, tuple) else v for v in values]
@@ -330,16 +564,21 @@ class Kernel:
                 try:
                     self._cl.set_args(*cl_args)
                     ev = cl.enqueue_nd_range_kernel(dev.runtime.queue, self._cl, gs, ls)
-                    # The kernel object still names these memory objects after the launch;
-                    # keep them alive until the next launch replaces them (NVIDIA's driver
-                    # was seen to crash when a kernel's stale argument had been released).
-                    self._last_args = cl_args
                 except cl.Error as e:
                     raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
+                finally:
+                    # The enqueued command holds its own arguments.  The kernel object
+                    # must not go on naming these memory objects: it would keep them
+                    # (and the host memory under them) alive until the next launch, and
+                    # once released a stale argument crashed NVIDIA's driver.  A NULL
+                    # buffer argument is valid OpenCL for __global/__constant pointers.
+                    for j in self._buffer_args:
+                        self._cl.set_arg(j, None)
+            run = _Run(ev, self.name, dev)
             for s, _, writes in storages:
-                s.record_launch(dev, ev, writes)
+                s.record_launch(dev, run, writes)
         COUNTERS.add(launches=1)
-        launch = Launch(ev, self.name, [u[0] for u in storages])
+        launch = Launch(run, [u[0] for u in storages])
         _PENDING.setdefault(dev, _Pending()).add(launch)
         return launch
 

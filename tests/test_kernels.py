@@ -99,7 +99,6 @@ def test_build_failure_carries_the_log(cl_device) -> None:
     (lambda p, x, y: p.axpy(16, "one", x, y), "needs a float"),
     (lambda p, x, y: p.axpy(10, 1.0, x, y, local_size=4), "multiple of local size"),
     (lambda p, x, y: p.axpy(0, 1.0, x, y), "positive"),
-    (lambda p, x, y: p.axpy(16, 1.0, x, y[::2]), "not contiguous"),
 ])
 def test_bad_launches_are_typed_and_change_nothing(prg, cl_device, call, match) -> None:
     x = ha.asarray(np.ones(16, dtype=np.float32), device=cl_device)
@@ -108,6 +107,28 @@ def test_bad_launches_are_typed_and_change_nothing(prg, cl_device, call, match) 
         call(prg, x, y)
     assert e.value.kernel == "axpy"
     assert ha.stats().launches == 0
+    assert (np.array(y, copy=True) == 2).all()
+
+
+@pytest.mark.parametrize("view, error, match", [
+    (lambda y: y[::2], hostptr.NotHostBacked, "argument 'y' of kernel 'axpy' is a non-contiguous"),
+    (lambda y: y[::-1], hostptr.NotHostBacked, "non-contiguous.*contiguous copy"),
+    (lambda y: y[1:9], hostptr.Refused, "not aligned"),
+])
+def test_views_the_device_cannot_use_have_one_type_everywhere(prg, cl_device, view, error,
+                                                                match) -> None:
+    """The same fault is the same error in a launch and in hostptr.cl_buffer."""
+    x = ha.asarray(np.ones(16, dtype=np.float32), device=cl_device, copy=True)
+    y = ha.asarray(np.full(16, 2, dtype=np.float32), device=cl_device, copy=True)
+    with pytest.raises(error, match=match) as e:
+        prg.axpy(8, 1.0, x[:8], view(y))
+    if error is hostptr.Refused:
+        assert e.value.reason.kind == "alignment"
+        assert e.value.reason.required == cl_device.alignment  # a sub-buffer origin
+    with pytest.raises(error):
+        with hostptr.cl_buffer(view(y), cl_device, "rw"):
+            pass
+    assert (ha.stats().launches, ha.stats().publishes) == (0, 0)
     assert (np.array(y, copy=True) == 2).all()
 
 

@@ -168,18 +168,25 @@ def test_to_device_keeps_memory_and_attaches_lazily(cl_device) -> None:
     y = x.to_device(cl_device)
     assert y._s is x._s and y.device == cl_device
     assert y._s.buffers == {}  # no buffer before the first device use
-    unaligned = ha.asarray(np.asarray(ha.zeros(N + 1, dtype=ha.uint8))[1:])
+    raw = np.zeros(4 * N + 8, np.uint8)  # numpy's own memory
+    start = 1 + (-raw.__array_interface__["data"][0] % 4)
+    unaligned = ha.asarray(raw[start:start + 4 * N].view(np.float32))  # 1 byte off float32
     z = unaligned.to_device(cl_device)
-    assert z._s is not unaligned._s  # misaligned memory is copied into aligned storage
+    assert z._s is not unaligned._s  # below the element size: copied into aligned storage
     assert z._s.address % cl_device.alignment == 0
+    odd = ha.asarray(np.asarray(ha.zeros(N + 1, dtype=ha.uint8))[1:])  # inside x-like storage
+    assert odd.to_device(cl_device)._s is odd._s  # one memory range, one state: no copy
 
 
 def test_asarray_on_device_shares_aligned_numpy_memory(cl_device) -> None:
     a = np.asarray(ha.zeros(N, dtype=ha.float32))
     x = ha.asarray(a, device=cl_device)
-    assert x._a is a
-    b = np.zeros(N + 1, dtype=np.float32)[1:]
-    if b.__array_interface__["data"][0] % cl_device.alignment:
-        assert ha.asarray(b, device=cl_device)._a is not b
-        with pytest.raises(ValueError):
-            ha.asarray(b, device=cl_device, copy=False)
+    assert np.shares_memory(x._a, a)
+    b = np.zeros(N + 1, dtype=np.float32)[1:]  # numpy's memory, 4 bytes past its start
+    assert np.shares_memory(ha.asarray(b, device=cl_device)._a, b)  # element-aligned: shared
+    raw = np.zeros(4 * N + 8, np.uint8)
+    start = 1 + (-raw.__array_interface__["data"][0] % 4)
+    c = raw[start:start + 4 * N].view(np.float32)  # 1 byte off: below the element size
+    assert not np.shares_memory(ha.asarray(c, device=cl_device)._a, c)
+    with pytest.raises(ValueError, match="alignment"):
+        ha.asarray(c, device=cl_device, copy=False)

@@ -194,10 +194,12 @@ class RefusalTable(SphinxDirective):
         examples = [
             ("device_type", "the device can't use host memory (``attach`` to ``\"cpu\"``)",
              "``device_type``", Refusal("device_type", device_type="host")),
-            ("alignment", "the address misses the device's required alignment "
-             "(``CL_DEVICE_MEM_BASE_ADDR_ALIGN``) or hostarray's page policy",
-             "``address``, ``required``", Refusal("alignment", address=0x7F3A12345004,
-                                                  required=128)),
+            ("alignment", "host memory below ``max(dev.host_alignment, itemsize)`` (the "
+             "device's host-pointer alignment, found by a probe: never less than the element "
+             "size), or a view given to a kernel or ``cl_buffer`` that starts off a sub-buffer "
+             "origin (``dev.alignment``, ``CL_DEVICE_MEM_BASE_ADDR_ALIGN``)",
+             "``address``, ``required``", Refusal("alignment", address=0x7F3A12345005,
+                                                  required=4)),
             ("size", "zero bytes, or more than ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``",
              "``size``, ``limit``", Refusal("size", size=3 * 2**30, limit=2**31)),
             ("size", "(zero bytes)", "``size``, ``limit``", Refusal("size", size=0, limit=2**31)),

@@ -85,7 +85,10 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     _check_dtype(a.dtype)
     if copy or a.base is None:  # a fresh array (or one to copy): into aligned storage
         a = aligned_copy(a)
-    return _new(a, Storage(a), dev) if dev.framework == "host" else wrap(a, dev)
+        return _new(a, Storage(a), dev) if dev.framework == "host" else wrap(a, dev)
+    # memory that belongs to obj (a buffer, an __array__ view, an export of a HostPtrArray):
+    # adopted as user memory, found again if it is already one of ours
+    return adopt(a, dev, copy)
 
 
 def _check_dtype(dt: np.dtype) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from .._errors import BuildFailed, Refusal, Refused
-from .._storage import aligned_empty
+from .._storage import PAGE_SIZE, address_of, aligned_empty
 
 __all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program"]
 
@@ -23,6 +23,14 @@ LINK_KINDS = ("shared", "mapped", "copied")
 
 _PROBE_SOURCE = ("__kernel void hostarray_probe(__global int *x) "
                  "{ x[get_global_id(0)] = 0x5eed + (int)get_global_id(0); }")
+# The host-pointer probe works on bytes, so that a pointer 1 byte off is no misaligned access
+# for the kernel itself: only the driver's use of the host pointer is tested.
+_BYTES_PROBE_SOURCE = ("__kernel void hostarray_probe_bytes(__global uchar *x) "
+                       "{ size_t i = get_global_id(0); x[i] = (uchar)(x[i] ^ 0x5a); }")
+# Offsets from a page boundary tried by the host-pointer probe, smallest first.
+HOST_PROBE_OFFSETS = (1, 4, 16, 64)
+_HOST_PROBE_BYTES = 1024
+_GUARD = 64  # bytes around the probed range that must stay untouched
 
 
 def _test_build(device: cl.Device) -> str | None:
@@ -98,6 +106,8 @@ class DeviceRuntime:
         self.queue = cl.CommandQueue(self.context)
         self.lock = threading.Lock()
         self._link: str | None = None
+        self._host_alignment: int | None = None
+        self.host_probe: dict[int, bool] = {}  # offset from a page -> used in place
         self.programs: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     # -- the host link, decided once per device by an observable check --------------
@@ -124,11 +134,77 @@ class DeviceRuntime:
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=host)
         prg = cl.Program(self.context, _PROBE_SOURCE).build()
-        prg.hostarray_probe(self.queue, (host.size,), None, buf)
+        cl.Kernel(prg, "hostarray_probe")(self.queue, (host.size,), None, buf)
         self.queue.finish()
         shared = bool(host[7] == 0x5eed + 7)
         buf.release()
         return "shared" if shared else "mapped"
+
+    # -- the host-pointer alignment, decided once per device by an observable check -----
+    @property
+    def host_alignment(self) -> int:
+        """Bytes host memory must be aligned to for a buffer that uses it in place.
+
+        Found by a probe (:meth:`_check_host_alignment`); ``1`` on the copied link,
+        where no host pointer is handed to the driver.  ``CL_DEVICE_MEM_BASE_ADDR_ALIGN``
+        rules sub-buffer origins, not this."""
+        if self.link == "copied":  # asked each time: a link may be forced for a while
+            return 1
+        if self._host_alignment is None:
+            self._host_alignment = self._check_host_alignment()
+        return self._host_alignment
+
+    def _check_host_alignment(self) -> int:
+        """The smallest of :data:`HOST_PROBE_OFFSETS` from which on every probed offset
+        from a page is used in place (:meth:`_used_in_place`); the device's
+        ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` where even the largest is not."""
+        documented = max(1, self.cl_device.mem_base_addr_align // 8)
+        try:
+            kernel = cl.Kernel(cl.Program(self.context, _BYTES_PROBE_SOURCE).build(),
+                               "hostarray_probe_bytes")
+        except cl.Error:
+            return documented
+        required = documented
+        for off in sorted((o for o in HOST_PROBE_OFFSETS if o < documented), reverse=True):
+            ok = self.host_probe[off] = self._used_in_place(kernel, off)
+            if not ok:
+                break
+            required = off
+        return required
+
+    def _used_in_place(self, kernel: cl.Kernel, offset: int) -> bool:
+        """Does a ``USE_HOST_PTR`` buffer over host memory ``offset`` bytes after a page
+        boundary work on that memory itself?  The kernel must see the host's bytes, its
+        writes must be in those bytes once mapped for reading, the map must return the
+        host pointer itself, and no byte around the range may change."""
+        n = _HOST_PROBE_BYTES
+        raw = aligned_empty(offset + n + _GUARD + PAGE_SIZE)
+        raw[:] = 0xA5
+        host = raw[offset:offset + n]
+        host[:] = np.arange(n, dtype=np.uint32) * 7 % 256
+        want = host ^ 0x5A
+        try:
+            buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                            hostbuf=host)
+        except cl.Error:
+            return False
+        try:
+            kernel(self.queue, (n,), None, buf)
+            mapped, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, (n,),
+                                              np.uint8, is_blocking=True)
+            try:
+                same = address_of(mapped) == address_of(host)
+                ok = same and bool(np.array_equal(host, want))
+            finally:
+                mapped.base.release(self.queue).wait()
+            self.queue.finish()
+            untouched = bool((raw[:offset] == 0xA5).all()
+                             and (raw[offset + n:offset + n + _GUARD] == 0xA5).all())
+            return ok and untouched
+        except cl.Error:
+            return False
+        finally:
+            buf.release()
 
     # -- buffers -------------------------------------------------------------------------
     def create_buffer(self, host_bytes: np.ndarray, device: Any, readonly: bool = False
