@@ -177,12 +177,33 @@ class BuildFailed(HostPtrError, RuntimeError):
 
 
 class BadLaunch(HostPtrError, TypeError):
-    """A kernel was launched with arguments or sizes it can't take."""
+    """A kernel was launched with arguments or sizes it can't take; nothing was published.
 
-    def __init__(self, kernel: str, why: str) -> None:
+    Attributes
+    ----------
+    kernel, why : str
+        The kernel's name and what was wrong.
+    argument : str or None
+        The argument at fault, where one is.
+    declared : str or None
+        The argument's declared OpenCL type (a type mismatch).
+    dtype : numpy.dtype or None
+        The array's element type (a type mismatch).
+    limit, requested : Any
+        The device's or kernel's limit and what the launch asked for (sizes, bytes).
+    """
+
+    def __init__(self, kernel: str, why: str, *, argument: str | None = None,
+                 declared: str | None = None, dtype: Any = None, limit: Any = None,
+                 requested: Any = None) -> None:
         super().__init__(kernel, why)
         self.kernel = kernel
         self.why = why
+        self.argument = argument
+        self.declared = declared
+        self.dtype = dtype
+        self.limit = limit
+        self.requested = requested
 
 
 class LaunchFailed(HostPtrError, RuntimeError):

@@ -53,6 +53,17 @@ def aligned_empty(nbytes: int) -> np.ndarray:
     return raw[start:start + padded][:nbytes]
 
 
+def _status(token: Any) -> int:
+    """A launch token's OpenCL status (0 complete, > 0 pending, < 0 failed); after a device
+    fault, the driver's error when asked (NVIDIA answers -9999 for an event once a kernel
+    made an illegal access)."""
+    try:
+        return int(getattr(token, "command_execution_status", 0))
+    except Exception as e:
+        code = getattr(e, "code", None)
+        return code if isinstance(code, int) and code < 0 else -1
+
+
 class UserMemory:
     """The base object of a storage over memory the user already had (adopted, not copied).
 
@@ -218,9 +229,15 @@ class Storage:
     # -- transfers -------------------------------------------------------------------
     def _acquire_from(self, key: Hashable) -> None:
         launches = self.coh.launches_on(key)
-        if any(getattr(t, "command_execution_status", 0) > 0 for t in launches):
+        if any(_status(t) > 0 for t in launches):
             COUNTERS.add(waits=1)  # the acquire blocks until these launches finish
-        moved = self.buffers[key].acquire()
+        try:
+            moved = self.buffers[key].acquire()
+        except Exception:
+            # a launch that failed explains a failed transfer (NVIDIA refuses every
+            # command on a queue after a kernel fault): raise that, typed, once
+            self._raise_if_failed(launches, key)
+            raise
         self.coh.acquired(key)
         COUNTERS.add(acquires=1, bytes_acquired=moved)
         for hook in AFTER_DEVICE_SYNC:
@@ -252,15 +269,7 @@ class Storage:
         launch's failure is raised once, by whichever access or ``Launch.wait()``
         meets it first.  Other tokens (a transfer, raw pyopencl work) belong to
         this storage alone."""
-        def status(t: Any) -> int:
-            # a token's status; after a device fault, the driver's error when asked (NVIDIA
-            # answers -9999 for an event once a kernel made an illegal access)
-            try:
-                return int(getattr(t, "command_execution_status", 0))
-            except Exception as e:
-                code = getattr(e, "code", None)
-                return code if isinstance(code, int) and code < 0 else -1
-
+        status = _status
         failed = [t for t in tokens if status(t) < 0]
         if not failed:
             return
@@ -375,7 +384,7 @@ class Storage:
         coh = self.coh
         self._apply_deferred_ends()
         self._check_foreign()
-        if writes:
+        if writes and coh.inflight:
             self._wait_for(coh.hazards_for_device_write(key))
         if coh.escaped:
             coh.host_may_have_written()  # a raw view may have written since the last launch

@@ -401,11 +401,8 @@ class Kernel:
         return f"<Kernel {self.name}({sig}) on {self.device}>"
 
     def _refuse(self, why: str, **data: Any) -> BadLaunch:
-        """A :class:`BadLaunch` carrying ``data`` as attributes (``argument``, ``limit``...)."""
-        err = BadLaunch(self.name, why)
-        for k, v in data.items():
-            setattr(err, k, v)
-        return err
+        """A :class:`BadLaunch` carrying ``data`` (``argument``, ``limit``...)."""
+        return BadLaunch(self.name, why, **data)
 
     def _type_mismatch(self, aname: str, declared: str, dtype: np.dtype) -> BadLaunch:
         base = _scalar_of(declared.rstrip("*"))

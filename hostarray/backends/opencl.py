@@ -273,6 +273,6 @@ class OpenCLBuffer:
         return sub
 
     def release(self) -> None:
-        # Drop our references rather than clReleaseMemObject now: a cached kernel may still
-        # hold one of these as its last argument; the memory goes when the last one does.
+        # Drop our references rather than clReleaseMemObject now: a launch in flight may still
+        # use one of these; the memory goes when the last reference does.
         self.subs.clear()
