@@ -2,9 +2,9 @@
 
 A ``HostPtrArray`` is a numpy view (``_a``) over a
 :class:`~hostarray._storage.Storage` (``_s``) plus the device it is attached
-to (``_device``).  Every host read goes through :meth:`HostPtrArray._host`,
-every host write through :meth:`HostPtrArray._host_for_write`: both are one
-flag test when nothing has to move.  The object never calls pyopencl.
+to (``_device``).  Every host read goes through :meth:`HostPtrArray._host`
+(one flag test when nothing has to move), every host write is a transaction,
+:meth:`HostPtrArray._writing` (see :meth:`Storage.host_write`).  The object never calls pyopencl.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from . import _sharing
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
-from ._storage import HostWrite, Storage, address_of, aligned_empty
+from ._storage import HostWrite, Storage, address_of, aligned_empty, locked
 
 __all__ = ["HostPtrArray", "wrap", "aligned_copy", "host_view"]
 
@@ -296,7 +296,9 @@ class HostPtrArray:
             # taken: numpy would convert them under it through __array__, which takes
             # their storages' locks (a lock-order deadlock with a launch holding both)
             value = _host_values(value)
-        with self._s.lock:
+        # both storages' locks in the one global order when the value is an array: its
+        # read may acquire (another thread writing it from this array must not deadlock)
+        with locked((self._s, value._s)) if isinstance(value, HostPtrArray) else self._s.lock:
             v = value._host() if isinstance(value, HostPtrArray) else value
             with self._writing(whole) as a:
                 a[key] = v

@@ -516,18 +516,32 @@ def host_writes(writes: Iterable[HostWrite]) -> Iterator[list[Any]]:
                 w.__exit__(None, None, None)
 
 
-@contextmanager
-def locked(storages: Iterable[Storage]) -> Iterator[None]:
+class locked:  # noqa: N801 - used like a function: ``with locked(storages):``
     """Hold the locks of ``storages`` (in one global order: no lock-order deadlock).
 
     A host write holds its storage's lock from the coherence check to the last
     byte written, so another thread's whole-storage publish or acquire can't
-    interleave with it (the write would be lost on a copied or mapped link)."""
-    ordered = sorted({id(s): s for s in storages}.values(), key=id)
-    for s in ordered:
-        s.lock.acquire()
-    try:
-        yield
-    finally:
-        for s in reversed(ordered):
+    interleave with it (the write would be lost on a copied or mapped link).
+    A class rather than a generator: launches and writes enter it on every call."""
+
+    __slots__ = ("ordered",)
+
+    def __init__(self, storages: Iterable[Storage]) -> None:
+        unique = {id(s): s for s in storages}
+        self.ordered = [unique[k] for k in sorted(unique)] if len(unique) > 1 \
+            else list(unique.values())
+
+    def __enter__(self) -> None:
+        taken: list[Storage] = []
+        try:
+            for s in self.ordered:
+                s.lock.acquire()
+                taken.append(s)
+        except BaseException:
+            for s in reversed(taken):
+                s.lock.release()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        for s in reversed(self.ordered):
             s.lock.release()

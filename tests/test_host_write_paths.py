@@ -548,28 +548,45 @@ def test_host_writes_racing_kernels_lose_no_update(prg, cl_device, case) -> None
         np.testing.assert_array_equal(device_sees(prg, x), np.full(n, 2.0 * ROUNDS))
 
 
-def test_crossed_writes_from_two_threads_do_not_deadlock(prg, cl_device) -> None:
-    """Thread A copies y into x, thread B x into y, a third launches kernels on both:
-    every lock is taken in one global order (no deadlock), values stay put."""
+CROSSED: dict[str, Callable[[ha.HostPtrArray, ha.HostPtrArray], Any]] = {
+    "ufunc_out": lambda dst, src: np.add(src, 0, out=dst),
+    "ufunc_positional_out": lambda dst, src: np.multiply(src, 1, dst),
+    "copyto": lambda dst, src: np.copyto(dst, src),
+    "sum_of_list_positional_out": lambda dst, src: np.sum([src, dst], 0, None, dst),
+    "fill_with_a_view": lambda dst, src: dst.fill(src[3:4].reshape(())),
+    "setitem_whole": lambda dst, src: dst.__setitem__(Ellipsis, src),
+    "setitem_part": lambda dst, src: dst.__setitem__(slice(1, None), src[:-1]),
+    "iadd": lambda dst, src: dst.__iadd__(src),
+    "isub_view": lambda dst, src: dst.__isub__(src[::-1]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CROSSED))
+def test_crossed_writes_from_two_threads_do_not_deadlock(prg, cl_device, case) -> None:
+    """Each round a kernel writes x and y (both device-newest), then thread A writes
+    x from y while thread B writes y from x.  Reading the other array's stale data
+    inside the write takes its lock: all locks are taken in one global order (taking
+    the written array's lock first and the other's on the read deadlocks here)."""
     n = 1024
-    x = ha.full(n, 5.0, dtype=ha.float32, device=cl_device)
-    y = ha.full(n, 5.0, dtype=ha.float32, device=cl_device)
+    x = ha.full(n, 0.0, dtype=ha.float32, device=cl_device)
+    y = ha.full(n, 0.0, dtype=ha.float32, device=cl_device)
+    op = CROSSED[case]
+    rounds = 400
+    start = threading.Barrier(3)
 
-    def a() -> None:
-        for _ in range(ROUNDS):
-            np.copyto(x, y)
-            np.add(y, 0, out=x)
+    def writer(dst: ha.HostPtrArray, src: ha.HostPtrArray) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(rounds):
+                start.wait(JOIN_TIMEOUT)
+                op(dst, src)
+        return run
 
-    def b() -> None:
-        for _ in range(ROUNDS):
-            np.copyto(y, x)
-            np.multiply(x, 1, y)
-
-    def k() -> None:
-        for _ in range(ROUNDS):
+    def kernels() -> None:
+        for _ in range(rounds):
             prg.add(n, x, 0.0)
             prg.add(n, y, 0.0)
+            start.wait(JOIN_TIMEOUT)  # a broken barrier (a hung writer) raises here
 
-    run_threads([a, b, k], switch=1e-5)  # switch often: many lock interleavings
-    assert np.array(x, copy=True).tolist() == [5.0] * n
-    assert np.array(y, copy=True).tolist() == [5.0] * n
+    run_threads([writer(x, y), writer(y, x), kernels], switch=1e-6)
+    assert np.array(x, copy=True).tolist() == [0.0] * n
+    assert np.array(y, copy=True).tolist() == [0.0] * n

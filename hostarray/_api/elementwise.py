@@ -16,7 +16,7 @@ import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
 from .._devices import HOST
-from .._storage import Storage, aligned_empty
+from .._storage import Storage, aligned_empty, locked
 from ._common import join_devices
 
 HPA = HostPtrArray
@@ -409,7 +409,7 @@ def _make_inplace(fn: Any) -> Any:
                              "use the out-of-place operator or a copy")
         # under the storage lock from the read of the operand to the last byte written:
         # another thread's launch or whole-storage publish/acquire must not interleave
-        with self._s.lock:
+        with locked((self._s, other._s)) if type(other) is HPA else self._s.lock:
             b = other._host() if type(other) is HPA else other
             with self._writing() as a:
                 if is_ufunc:
