@@ -296,7 +296,7 @@ class _RawUse:
         import pyopencl as cl
 
         s = self.x._s
-        marker = cl.enqueue_marker(self.dev.runtime.queue)
+        marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
         if exc_type is not None and "w" in self.access:
             # the block raised: what it enqueued may have written part of the buffer, or
             # nothing (its bytes are then uninitialised): the host keeps its data

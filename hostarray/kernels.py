@@ -311,6 +311,7 @@ def _finish_before_exit() -> None:
             rt.queue.finish()
         except Exception:  # a failed device must not turn exit into a traceback
             continue
+        rt.graveyard = []
     for pending in _PENDING.values():
         pending.launches.clear()
 
@@ -321,6 +322,9 @@ def _after_device_sync(key: Any) -> None:
     pending = _PENDING.get(key)
     if pending is not None:
         pending.prune()
+    rt = getattr(key, "_runtime", None)
+    if rt is not None:
+        rt.sweep()  # buffers that died while launches ran
 
 
 AFTER_DEVICE_SYNC.append(_after_device_sync)
@@ -468,6 +472,9 @@ class Kernel:
     def __call__(self, global_size: int | Sequence[int], *args: Any,
                  local_size: int | Sequence[int] | None = None) -> Launch:
         dev = self.device
+        rt = dev.runtime
+        if rt.graveyard:
+            rt.sweep()
         if len(args) != len(self.args):
             raise BadLaunch(self.name, f"it takes {len(self.args)} arguments "
                                        f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
@@ -561,6 +568,7 @@ class Kernel:
                 try:
                     self._cl.set_args(*cl_args)
                     ev = cl.enqueue_nd_range_kernel(dev.runtime.queue, self._cl, gs, ls)
+                    dev.runtime.last_event = ev
                 except cl.Error as e:
                     raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
                 finally:

@@ -197,3 +197,29 @@ def test_host_write_blocked_by_another_threads_launch_counts_a_wait(prg) -> None
     x[3] = 9.0
     assert ha.stats().waits == 1
     assert x.tolist()[:4] == [1.0, 1.0, 1.0, 9.0]
+
+
+# -- buffers that die while launches run are let go once the queue is idle ----------------------
+def test_a_buffer_dropped_under_a_running_launch_is_released_after_the_queue_drains(prg) -> None:
+    # NVIDIA's driver blocks clReleaseMemObject until its queue drains: a temporary dropped
+    # while a kernel runs must not stall the host, nor keep its memory once the queue is idle
+    rt = prg.device.runtime
+    tmp = ha.zeros(1 << 16, dtype=ha.float32, device=prg.device)
+    prg.add(1 << 16, tmp, 1.0)
+    np.asarray(tmp, copy=True)  # tmp's launch finished
+    x = ha.zeros(64, dtype=ha.float32, device=prg.device)
+    launch = prg.spin_add(64, x, 1.0, np.int32(20_000_000))
+    del tmp  # its buffer dies while spin_add runs
+    if not launch.done:
+        assert len(rt.graveyard) >= 1
+    assert x.tolist() == [1.0] * 64  # the host synced with the device: the queue is idle
+    assert rt.graveyard == []
+
+
+def test_a_buffer_dropped_on_an_idle_queue_is_released_at_once(prg) -> None:
+    rt = prg.device.runtime
+    tmp = ha.zeros(1 << 16, dtype=ha.float32, device=prg.device)
+    prg.add(1 << 16, tmp, 1.0)
+    assert tmp.tolist()[:2] == [1.0, 1.0]
+    del tmp
+    assert rt.graveyard == []

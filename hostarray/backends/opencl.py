@@ -109,6 +109,34 @@ class DeviceRuntime:
         self._host_alignment: int | None = None
         self.host_probe: dict[int, bool] = {}  # offset from a page -> used in place
         self.programs: dict[tuple[str, tuple[str, ...]], Any] = {}
+        # The newest command enqueued (a launch, a transfer): while it runs, buffers that die
+        # are kept here and let go once the queue is idle, because NVIDIA's driver blocks
+        # clReleaseMemObject until the queue drains (a dropped temporary would stall it).
+        self.last_event: Any = None
+        self.graveyard: list[Any] = []
+
+    def busy(self) -> bool:
+        """Whether the newest enqueued command may still run."""
+        ev = self.last_event
+        if ev is None:
+            return False
+        try:
+            if ev.command_execution_status > 0:
+                return True
+        except cl.Error:  # a failed command: nothing runs behind it any more
+            pass
+        self.last_event = None
+        return False
+
+    def bury(self, *objects: Any) -> None:
+        """Let go of OpenCL memory objects: now if the queue is idle, else at :meth:`sweep`."""
+        if self.busy():
+            self.graveyard.extend(objects)
+
+    def sweep(self) -> None:
+        """Release buried memory objects once nothing runs on the queue any more."""
+        if self.graveyard and not self.busy():
+            self.graveyard = []
 
     # -- the host link, decided once per device by an observable check --------------
     @property
@@ -243,12 +271,13 @@ class OpenCLBuffer:
     def publish(self) -> tuple[Any, int]:
         q = self.runtime.queue
         if self.link == "copied":
-            ev = cl.enqueue_copy(q, self.buf, self.host, is_blocking=False)
+            ev = self.runtime.last_event = cl.enqueue_copy(q, self.buf, self.host,
+                                                           is_blocking=False)
             return ev, self.nbytes
         # Invalidate: the device's old contents are dead, never read them back.
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.WRITE_INVALIDATE_REGION,
                                           0, (self.nbytes,), np.uint8, is_blocking=True)
-        ev = mapped.base.release(q)
+        ev = self.runtime.last_event = mapped.base.release(q)
         return ev, (self.nbytes if self.link == "mapped" else 0)
 
     def acquire(self) -> int:
@@ -271,6 +300,14 @@ class OpenCLBuffer:
         if sub is None:
             sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
         return sub
+
+    def __del__(self) -> None:
+        # the buffer and its sub-buffers go to the runtime: released at once when nothing
+        # runs, later otherwise (see DeviceRuntime.bury)
+        try:
+            self.runtime.bury(self.buf, *self.subs.values())
+        except Exception:  # interpreter teardown
+            pass
 
     def release(self) -> None:
         # Drop our references rather than clReleaseMemObject now: a launch in flight may still
