@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None,
                    help="OpenCL device (default: HOSTARRAY_DEVICE, else the first one)")
-    p.add_argument("--sizes", default="1MiB,64MiB")
+    p.add_argument("--sizes", default="1MiB,64MiB",
+                   help="comma-separated sizes (default 1MiB,64MiB; GB = 10**9 bytes, "
+                        "GiB = 2**30)")
     p.add_argument("--repeat", type=int, default=9, help="fresh arrays per median (default 9)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the numbers here")
     args = p.parse_args(argv)

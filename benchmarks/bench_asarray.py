@@ -11,44 +11,31 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import hostarray as ha  # noqa: E402
-
-UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
-
-
-def _size(text: str) -> int:
-    for unit, factor in UNITS.items():
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * factor)
-    return int(text)
+from hostarray.bench import _median, parse_size  # noqa: E402
 
 
 def _median_seconds(f, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``f()`` over ``repeat`` calls (hostarray.bench's median, no warm-up)."""
+    return _median(lambda _: f(), repeat, warmup=0)
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="1MiB,1GiB")
-    p.add_argument("--repeat", type=int, default=2000)
+    p.add_argument("--sizes", default="1MiB,1GiB",
+                   help="comma-separated sizes, e.g. 1MiB,1GiB (GB = 10**9 bytes, GiB = 2**30)")
+    p.add_argument("--repeat", type=int, default=2000, help="calls per median (default 2000)")
     args = p.parse_args(argv)
     devs = [d for d in ha.devices() if d.framework == "opencl"]
     print(f"{'size':>8} {'where':>12} {'np.asarray':>12} {'np.array (copy)':>16} shares")
     for text in args.sizes.split(","):
-        n = _size(text.strip())
+        n = parse_size(text.strip())
         x = ha.zeros(n // 8)
         for dev in [None, *devs[:1]]:
             y = x if dev is None else x.to_device(dev)

@@ -105,6 +105,11 @@ def report(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{r['op']:7} {r['size']:>9} {np_t * 1e6:11.3f} {st_t * 1e6:11.3f} "
                      f"{ha_t * 1e6:13.3f} {(ha_t - np_t) * 1e6:9.3f} {ha_t / np_t:7.3f} "
                      f"{ha_t / st_t:9.3f}")
+    lines += ["  ha-np us   hostarray time - numpy time per call, in microseconds",
+              "  ha/np      hostarray time / numpy time: > 1 means hostarray is slower, "
+              "by that factor",
+              "  ha/strict  hostarray time / array_api_strict time: > 1 means hostarray is "
+              "slower"]
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from typing import Any
@@ -32,10 +33,6 @@ import hostarray as ha  # noqa: E402
 from hostarray.bench import format_size, parse_size  # noqa: E402
 
 SRC = "__kernel void affine(__global float *x) { int i = get_global_id(0); x[i] = 2 * x[i] + 1; }"
-
-
-def _median(xs: list[float]) -> float:
-    return sorted(xs)[len(xs) // 2]
 
 
 def measure(dev: ha.Device, nbytes: int, repeat: int) -> dict[str, Any]:
@@ -90,7 +87,7 @@ def measure(dev: ha.Device, nbytes: int, repeat: int) -> dict[str, Any]:
             if i:
                 times.append(t)
             del r, a
-        runs[name] = {"median_s": _median(times), "correct": ok}
+        runs[name] = {"median_s": statistics.median(times), "correct": ok}
         if name == "hostarray":
             runs[name].update(bytes_moved=moved, shared=shared)
     base = runs["hostarray"]["median_s"]
@@ -102,9 +99,11 @@ def measure(dev: ha.Device, nbytes: int, repeat: int) -> dict[str, Any]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default=None, help="an OpenCL device (default: the first)")
-    p.add_argument("--sizes", default="1MiB,64MiB,1GiB")
-    p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--json", default=None, metavar="PATH")
+    p.add_argument("--sizes", default="1MiB,64MiB,1GiB",
+                   help="comma-separated sizes (default 1MiB,64MiB,1GiB; GB = 10**9 bytes, "
+                        "GiB = 2**30)")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per median (default 5)")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the numbers here")
     args = p.parse_args()
     dev = ha.device(args.device or "opencl")
     print(f"device {dev} ({dev.name}), link {dev.link}, host alignment {dev.host_alignment} B")
@@ -116,6 +115,8 @@ def main() -> int:
                     if name == "hostarray" else "")
             print(f"{format_size(row['size']):>8}  {name:<15} {v['median_s'] * 1e3:>10.2f} "
                   f"{v['ratio_to_hostarray']:>11.2f}x  {str(v['correct']):<7}  {note}")
+    print("vs hostarray: the library's median time / hostarray's; > 1 means hostarray is "
+          "faster, by that factor")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

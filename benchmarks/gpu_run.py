@@ -1,9 +1,14 @@
 """One script for a GPU machine: check everything, measure everything, write it under $OUT.
 
-Made for the lent NVIDIA H200 (reached through NVIDIA's OpenCL driver, see
-../shared/GPU.md), usable on any machine with an OpenCL GPU:
+Made for an NVIDIA H200 reached through NVIDIA's OpenCL driver, usable on any machine
+with an OpenCL GPU.  docs/gpu.md ("Running on a GPU") says how to make the GPU visible
+to OpenCL (NVIDIA's driver needs an ICD file) and what these numbers mean; run
+``hostarray devices`` first: the GPU must be listed there.
 
     python3 benchmarks/gpu_run.py [--quick] [--max-size 4GiB] [--tests]
+
+Sizes are read as written (GB = 10**9 bytes, GiB = 2**30).  The files go to the
+folder named by the environment variable OUT, else ``gpu_out/`` in the repository.
 
 Writes (at most 8 files): ``log.txt`` (everything), ``devices.txt``
 (``hostarray devices`` and ``--json``), ``demo.txt`` (``hostarray demo``),
@@ -26,8 +31,7 @@ import traceback
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu_out")
-os.makedirs(OUT, exist_ok=True)
-LOG = open(os.path.join(OUT, "log.txt"), "w")
+LOG = None  # log.txt under OUT, opened by main() (not on --help)
 T0 = time.perf_counter()
 
 
@@ -64,13 +68,29 @@ def step(name: str):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--quick", action="store_true", help="small sizes, few repeats (~2 min)")
-    p.add_argument("--max-size", default=None)
-    p.add_argument("--repeat", type=int, default=None)
+    global LOG
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Setting up the GPU (NVIDIA: the OpenCL ICD file) and reading the results: "
+               "docs/gpu.md and docs/performance.md. Files go to $OUT, else gpu_out/.")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes, few repeats (~2 min): --max-size 64MiB, --repeat 3")
+    p.add_argument("--max-size", default=None, metavar="SIZE",
+                   help="largest size measured (default 4GiB; GB = 10**9 bytes, GiB = 2**30)")
+    p.add_argument("--repeat", type=int, default=None, help="timed runs per median (default 5)")
     p.add_argument("--tests", action="store_true", help="also run the device tests")
-    p.add_argument("--device", default=None)
+    p.add_argument("--device", default=None,
+                   help="OpenCL device (default: the first GPU that hostarray devices lists)")
     args = p.parse_args()
+    from hostarray.bench import parse_size
+
+    try:
+        max_size = parse_size(args.max_size or ("64MiB" if args.quick else "4GiB"))
+    except ValueError as e:
+        p.error(f"argument --max-size: {e}")
+    repeat = args.repeat or (3 if args.quick else 5)
+    os.makedirs(OUT, exist_ok=True)
+    LOG = open(os.path.join(OUT, "log.txt"), "w")
 
     with step("environment"):
         sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,pcie.link.gen.current,"
@@ -90,7 +110,8 @@ def main() -> int:
     gpus = [d for d in ha.devices() if d.framework == "opencl" and "GPU" in d.type.upper()]
     dev = ha.device(args.device) if args.device else (gpus[0] if gpus else None)
     if dev is None:
-        say(f"no OpenCL GPU found; left out: {ha._devices.left_out_devices()}")
+        say(f"no OpenCL GPU found (docs/gpu.md says how to make one visible); left out: "
+            f"{ha._devices.left_out_devices()}")
         return 2
     cd = dev._cl_device
     say(f"device {dev}: {dev.name}, link {dev.link}, alignment {dev.alignment} B, max alloc "
@@ -115,17 +136,13 @@ def main() -> int:
     with step("demo"):
         sh([sys.executable, "-m", "hostarray", "demo", "--device", str(dev)], "demo.txt")
 
-    from hostarray.bench import collect, format_tables, parse_size, plot
+    from hostarray.bench import GiB, collect, format_size, format_tables, plot
 
-    if args.quick:
-        max_size, repeat = parse_size(args.max_size or "64MiB"), args.repeat or 3
-    else:
-        max_size, repeat = parse_size(args.max_size or "4GiB"), args.repeat or 5
     result: dict = {}
     parts = [("checks", None), ("sync", None), ("roundtrip", None), ("laziness", None),
-             ("attach", min(max_size, parse_size("1GiB")))]
+             ("attach", min(max_size, GiB))]
     for part, cap in parts:
-        with step(f"bench {part} up to {cap or max_size} B, medians of {repeat}"):
+        with step(f"bench {part} up to {format_size(cap or max_size)}, medians of {repeat}"):
             r = collect(str(dev), cap or max_size, repeat, parts=(part,))
             result.update(r)
             with open(os.path.join(OUT, "bench.json"), "w") as f:

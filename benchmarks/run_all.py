@@ -1,7 +1,7 @@
 """Run every benchmark: checks, attach, round trip, sync, laziness, then dispatch overhead.
 
     python3 benchmarks/run_all.py [--max-size 256MiB] [--device opencl:0:0]
-                                  [--json results.json] [--plot results.png]
+                                  [--json results.json] [--plot results.png] [--no-dispatch]
 
 The first five run in this process through :mod:`hostarray.bench`; dispatch
 overhead (namespace ops against numpy and array_api_strict) is
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from _common import parser, run
+from _common import measure, parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -26,23 +26,14 @@ if __name__ == "__main__":
     p.add_argument("--no-dispatch", action="store_true", help="skip bench_dispatch.py")
     args = p.parse_args()
     t0 = time.perf_counter()
-    argv = [a for a in sys.argv[1:] if a not in ("--no-dispatch",)]
-    if args.plot:
-        i = argv.index("--plot")
-        del argv[i:i + 2]
-    result = run(("checks", "attach", "roundtrip", "sync", "laziness"), "all", argv)
+    result = measure(args, ("checks", "attach", "roundtrip", "sync", "laziness"))
     if args.plot:
         from hostarray.bench import plot
         plot(result, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
-    dispatch = os.path.join(HERE, "bench_dispatch.py")
     rc = 0
-    if args.no_dispatch:
-        pass
-    elif os.path.exists(dispatch):
+    if not args.no_dispatch:
         print("\ndispatch overhead (benchmarks/bench_dispatch.py)", flush=True)
-        rc = subprocess.call([sys.executable, dispatch])
-    else:
-        print("\ndispatch overhead: benchmarks/bench_dispatch.py is not there yet; skipped")
+        rc = subprocess.call([sys.executable, os.path.join(HERE, "bench_dispatch.py")])
     print(f"\nall benchmarks: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     sys.exit(rc)

@@ -1,9 +1,12 @@
-"""Command line: ``hostarray devices``, ``hostarray demo``, ``hostarray bench``.
+"""The ``hostarray`` command: ``devices``, ``demo``, ``bench`` and ``--version``.
 
 ``hostarray devices`` lists every device hostarray found (and every device it
 left out, with why); ``hostarray demo`` runs a numpy -> kernel -> numpy
 pipeline and prints the bytes hostarray did not move; ``hostarray bench``
-measures attach, round trips and laziness (see the performance page).
+measures attach, round trips and laziness (see the performance page);
+``hostarray --version`` prints the installed version.
+
+Every help text is plain text: no reStructuredText or Markdown markup.
 """
 
 from __future__ import annotations
@@ -160,34 +163,97 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _positive_int(text: str) -> int:
-    n = int(text)
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
 
 
+def _size_arg(text: str) -> int:
+    """An argparse type: bytes, read by :func:`hostarray.bench.parse_size`."""
+    from .bench import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _version() -> str:
+    """The installed version (package metadata), else ``hostarray.__version__``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hostarray")
+    except PackageNotFoundError:
+        import hostarray
+
+        return str(getattr(hostarray, "__version__", "unknown"))
+
+
+_DESCRIPTION = ("hostarray: numpy arrays in host memory that OpenCL devices use in place. "
+                "This command lists the devices, runs a demonstration and measures.")
+_EPILOG = ("Environment: HOSTARRAY_DEVICE names the default device (for example opencl:0:0); "
+           "HOSTARRAY_LINK forces the host-link kind (shared, mapped or copied). "
+           "Run 'hostarray COMMAND --help' for the options of a command.")
+_DEVICES = ("List the host and every OpenCL device that ran a probe kernel, with its host-link "
+            "kind (shared: the device works on the host bytes; mapped: the driver mirrors them "
+            "and copies on each publish and acquire), the alignment a view passed to a kernel "
+            "needs, the alignment host memory needs to be used in place, the largest allocation "
+            "and the default device; then every device the drivers listed but that failed the "
+            "probe, with why.")
+_DEMO = ("Run one pipeline three ways: through hostarray (numpy signal, smoothing kernel, "
+         "np.quantile on the host, clipping kernel, result back to numpy), as an eager pyopencl "
+         "program that copies around every kernel, and in pure numpy. Checks that the results "
+         "agree and prints the publishes, acquires, bytes moved and time of each. Exit status: "
+         "0, 1 if a check fails, 2 without an OpenCL device.")
+_BENCH = ("Measure on one OpenCL device what hostarray costs and saves against the pyopencl code "
+          "a user would write instead: attach, round trip (host write, kernel, host read), "
+          "publish and acquire against enqueue_copy, and a solver under lazy and eager "
+          "synchronisation. Tables go to stdout, at most 100 characters wide, each followed "
+          "by a legend of its columns and ratios; progress goes to stderr.")
+_BENCH_EPILOG = ("Sizes are read as written: KB, MB, GB, TB are powers of 1000 and KiB, MiB, GiB, "
+                 "TiB powers of 1024 (1GB = 1000000000 bytes, 1GiB = 1073741824 bytes); B or no "
+                 "unit means bytes. Units are case-insensitive and may follow a space; a bare "
+                 "k, M or G is refused as ambiguous. Exit status: 0, 1 if a check or a result "
+                 "was wrong, 2 on a bad argument or without an OpenCL device.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hostarray", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("devices", help="list devices, their host-link kind and alignment")
+    p = argparse.ArgumentParser(prog="hostarray", description=_DESCRIPTION, epilog=_EPILOG)
+    p.add_argument("--version", action="version", version=f"hostarray {_version()}",
+                   help="print the installed version of hostarray and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    d = sub.add_parser("devices", help="list devices, their host-link kind and alignment",
+                       description=_DEVICES)
     d.add_argument("--json", action="store_true", help="print JSON instead of a table")
     d.set_defaults(func=cmd_devices)
-    m = sub.add_parser("demo", help="numpy -> kernel -> numpy pipeline, with the bytes saved")
+    m = sub.add_parser("demo", help="numpy -> kernel -> numpy pipeline, with the bytes saved",
+                       description=_DEMO)
     m.add_argument("--device", default=None, help="device to run on (default: "
                    "HOSTARRAY_DEVICE, else the first OpenCL device)")
-    m.add_argument("--size", type=_positive_int, default=1 << 22, help="signal length in float32 "
-                   "elements (default: 4194304 = 16 MiB)")
-    m.add_argument("--repeat", type=_positive_int, default=3, help="timed runs of each pipeline; "
-                   "the best is shown (default: 3)")
+    m.add_argument("--size", type=_positive_int, default=1 << 22, metavar="N",
+                   help="signal length in float32 elements (default: 4194304 = 16 MiB)")
+    m.add_argument("--repeat", type=_positive_int, default=3, metavar="K",
+                   help="timed runs of each pipeline; the best is shown (default: 3)")
     m.set_defaults(func=cmd_demo)
-    b = sub.add_parser("bench", help="measure attach, round trip and laziness on a device")
+    b = sub.add_parser("bench", help="measure attach, round trip and laziness on a device",
+                       description=_BENCH, epilog=_BENCH_EPILOG)
     b.add_argument("--device", default=None, help="device to measure (default: "
                    "HOSTARRAY_DEVICE, else the first OpenCL device)")
     b.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    b.add_argument("--max-size", default="64MiB", help="largest array size (default: 64MiB)")
-    b.add_argument("--repeat", type=int, default=None, help="timed runs per measurement; "
-                   "medians are shown (default: 5)")
-    b.add_argument("--plot", default=None, help="write a PNG plot here (needs matplotlib)")
+    b.add_argument("--max-size", type=_size_arg, default="64MiB", metavar="SIZE",
+                   help="largest array size, for example 64MiB, 1GiB or 500MB (default: 64MiB); "
+                        "sizes that do not fit in host memory or one device allocation are "
+                        "skipped")
+    b.add_argument("--repeat", type=_positive_int, default=None, metavar="N",
+                   help="timed runs per measurement; medians are shown (default: 5; the solver: "
+                        "at most 3)")
+    b.add_argument("--plot", default=None, metavar="PNG",
+                   help="also write a plot of time against size here (needs matplotlib)")
     b.set_defaults(func=cmd_bench)
     return p
 

@@ -82,8 +82,11 @@ class HostPtrArray:
         evaluated beforehand, so stale device data need not be acquired (only
         honoured when ``x`` covers its whole storage).  A write that raises
         leaves the newest data where it was (see :meth:`Storage.host_write`)."""
-        s = self._s
-        return s.host_write(whole and self._a.nbytes == s.nbytes, self._a)
+        s, a = self._s, self._a
+        # a contiguous view as large as its storage covers all of it (a broadcast or
+        # sliding-window view of the same byte count does not)
+        whole = whole and a.nbytes == s.nbytes and (a.flags.c_contiguous or a.flags.f_contiguous)
+        return s.host_write(whole, a)
 
     def _covers_storage(self) -> bool:
         return self._a.nbytes == self._s.nbytes
@@ -285,17 +288,17 @@ class HostPtrArray:
             raise ValueError("this array is over read-only memory (np.frombuffer on bytes, a "
                              "read-only numpy array); write to ha.asarray(x, copy=True)")
         key = _numpy_key(key)
-        # the acquire is skipped for a whole overwrite only when the value is already a
-        # value: a list or another object is read by numpy during the write, and may read
-        # this very array (e.g. x[...] = [x[1], x[0]])
-        whole = _is_whole(key) and (type(value) in _EVALUATED or isinstance(value, _VALUES))
-        # under the storage lock: a publish or acquire of the whole storage for another
-        # thread's launch must not interleave with the read of the value and the write
-        if type(value) is list or type(value) is tuple:
-            # arrays nested in the value are read here, before this storage's lock is
-            # taken: numpy would convert them under it through __array__, which takes
-            # their storages' locks (a lock-order deadlock with a launch holding both)
+        if not (type(value) in _EVALUATED or isinstance(value, _VALUES)):
+            # arrays in a list are read, and objects numpy converts by calling back into
+            # Python are converted, here, before this storage's lock is taken: a callback
+            # reading another array would take its lock out of the global order (a
+            # deadlock with a launch using both)
             value = _host_values(value)
+        # the acquire is skipped for a whole overwrite only when the value can neither fail
+        # to convert half-way (an object array, a list) nor read this array late
+        whole = _is_whole(key) and (type(value) in _EVALUATED or isinstance(value, HostPtrArray)
+                                    or (isinstance(value, (np.ndarray, np.generic))
+                                        and not value.dtype.hasobject))
         # both storages' locks in the one global order when the value is an array: its
         # read may acquire (another thread writing it from this array must not deadlock)
         with locked((self._s, value._s)) if isinstance(value, HostPtrArray) else self._s.lock:
@@ -428,11 +431,17 @@ _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index parts that
 
 
 def _host_values(v: Any) -> Any:
-    """``v`` with every HostPtrArray in nested lists and tuples replaced by its host data."""
+    """``v`` with every HostPtrArray in nested lists and tuples replaced by its host data,
+    and every other object with ``__array__`` converted by numpy (its callback run now)."""
+    t = type(v)
+    if t is list or t is tuple:
+        return t(_host_values(i) for i in v)
     if isinstance(v, HostPtrArray):
         return v._host()
-    if type(v) is list or type(v) is tuple:
-        return type(v)(_host_values(i) for i in v)
+    if t in _EVALUATED or isinstance(v, (np.ndarray, np.generic)):
+        return v
+    if hasattr(t, "__array__"):
+        return np.asarray(v)
     return v
 
 

@@ -116,6 +116,23 @@ def _to_host(v: Any, sources: list[HostPtrArray] | None = None) -> Any:
     return v
 
 
+def _evaluate_callbacks(v: Any) -> Any:
+    """``v`` with every object that numpy would convert by calling back into Python
+    (``__array__``) converted now, also inside lists and tuples.
+
+    A write holds its storages' locks while numpy runs; such a callback may read
+    another HostPtrArray and take *its* lock: out of the global lock order, a
+    deadlock with a launch holding both.  So they run before any lock is taken."""
+    t = type(v)
+    if t is list or t is tuple:
+        return t(_evaluate_callbacks(i) for i in v)
+    if t in _EVALUATED or isinstance(v, (HostPtrArray, np.ndarray, np.generic)):
+        return v
+    if hasattr(t, "__array__"):
+        return np.asarray(v)
+    return v
+
+
 def _storages_in(values: Any, into: list[Storage]) -> list[Storage]:
     """The storages of the HostPtrArrays among ``values`` (looking into lists and tuples)."""
     for v in values:
@@ -426,6 +443,7 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
                 kwargs["out"] = outs
         result = getattr(ufunc, method)(*args, **kwargs)
     else:
+        inputs = tuple(_evaluate_callbacks(v) for v in inputs)
         storages = _storages_in(inputs, [o._s for o in written])
         others = len(kwargs) > ("out" in kwargs)  # keywords besides out=
         if others:
@@ -532,6 +550,8 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
                       **{k: _to_host(v, sources) for k, v in kwargs.items()})
     else:
         slots = {t.slot for t in ours}
+        args = tuple(a if i in slots else _evaluate_callbacks(a) for i, a in enumerate(args))
+        kwargs = {k: v if k in slots else _evaluate_callbacks(v) for k, v in kwargs.items()}
         storages = _storages_in(args, [])
         _storages_in(kwargs.values(), storages)
         # one global lock order for every storage the call touches; reads first, so a

@@ -21,6 +21,9 @@ would write instead, in the same process, on the same device and queue:
 
 Times are medians of several runs after a warm-up; byte counts come from
 :func:`hostarray.stats`, never from timings.  Progress goes to stderr.
+:func:`format_tables` writes lines of at most 100 characters, each table
+followed by a legend of its columns.  Sizes are read as written
+(:func:`parse_size`): ``GB`` is 10**9 bytes, ``GiB`` 2**30.
 """
 
 from __future__ import annotations
@@ -34,15 +37,17 @@ import platform
 import re
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-__all__ = ["run_bench", "parse_size", "format_size", "measure_attach", "measure_roundtrip",
-           "measure_sync", "measure_laziness", "run_checks", "collect", "print_tables",
-           "plot", "KERNELS"]
+__all__ = ["run_bench", "parse_size", "format_size", "format_tables", "measure_attach",
+           "measure_roundtrip", "measure_sync", "measure_laziness", "run_checks", "collect",
+           "print_tables", "plot", "KERNELS", "WIDTH"]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -74,37 +79,82 @@ __kernel void residual(__global const float *u, __global const float *f,
 }
 """
 
-_UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
-          "g": GiB, "gb": GiB, "gib": GiB}
+_DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_BINARY = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {"": 1, "b": 1, **_DECIMAL, **_BINARY}
+_UNIT_HELP = "B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)"
 
 
 def parse_size(text: str | int) -> int:
-    """Bytes named by ``text`` (``"64MiB"``, ``"4k"``, ``"1GiB"``, ``1048576``).
+    """Bytes named by ``text``, read as written: ``"1GB"`` is 10**9, ``"1GiB"`` 2**30.
+
+    ``KB``, ``MB``, ``GB`` and ``TB`` are powers of 1000 and ``KiB``, ``MiB``,
+    ``GiB`` and ``TiB`` powers of 1024; ``B`` or no unit means bytes.  Units are
+    case-insensitive (``"1gb"`` is ``"1GB"``) and a space may separate the number
+    from its unit (``"1 GiB"``).  A fraction is allowed where it names whole bytes
+    (``"1.5KiB"`` is 1536).  A bare ``k``, ``M``, ``G`` or ``T`` is refused: it could
+    mean either power.
+
+    Parameters
+    ----------
+    text : str or int
+        The size; an ``int`` is a number of bytes already.
+
+    Returns
+    -------
+    int
+        The number of bytes.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not a number followed by one of the units above, names a
+        fraction of a byte, or is negative.
 
     Examples
     --------
     >>> from hostarray.bench import parse_size
-    >>> parse_size("64MiB"), parse_size("4KiB"), parse_size("2g")
-    (67108864, 4096, 2147483648)
+    >>> parse_size("64MiB"), parse_size("1GB"), parse_size("1 GiB"), parse_size("4096")
+    (67108864, 1000000000, 1073741824, 4096)
+    >>> parse_size("2g")
+    Traceback (most recent call last):
+    ...
+    ValueError: ambiguous size '2g': write 2GB (2000000000 bytes) or 2GiB (2147483648 bytes)
     """
-    if isinstance(text, int):
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"a size cannot be negative: {text}")
         return text
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"not a size: {text!r} (write e.g. 64MiB, 1GiB, 4096)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*", str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r} (write e.g. 64MiB, 1GB or 4096; units: "
+                         f"{_UNIT_HELP})")
+    number, unit = Decimal(m.group(1)), m.group(2)
+    key = unit.lower()
+    if key in ("k", "m", "g", "t"):
+        dec, binary = number * _DECIMAL[key + "b"], number * _BINARY[key + "ib"]
+        raise ValueError(f"ambiguous size {text!r}: write {m.group(1)}{key.upper()}B "
+                         f"({dec:.0f} bytes) or {m.group(1)}{key.upper()}iB ({binary:.0f} bytes)")
+    if key not in _UNITS:
+        raise ValueError(f"unknown size unit {unit!r} in {text!r}: use {_UNIT_HELP}")
+    n = number * _UNITS[key]
+    if n != n.to_integral_value():
+        raise ValueError(f"{text!r} is not a whole number of bytes ({n.normalize():f} B)")
+    return int(n)
 
 
 def format_size(n: int) -> str:
-    """``n`` bytes as a short string.
+    """``n`` bytes as a short string in powers of 1024, named so (``KiB``, ``MiB``, ...).
+
+    The output reads back through :func:`parse_size` (to 6 significant digits).
 
     Examples
     --------
     >>> from hostarray.bench import format_size
-    >>> format_size(4096), format_size(3 * 2**30)
-    ('4 KiB', '3 GiB')
+    >>> format_size(4096), format_size(3 * 2**30), format_size(1000)
+    ('4 KiB', '3 GiB', '1000 B')
     """
-    for unit, f in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+    for unit, f in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if n >= f:
             return f"{n / f:g} {unit}"
     return f"{n} B"
@@ -140,6 +190,14 @@ def _median(fn: Callable[[Any], Any], repeat: int, setup: Callable[[], Any] | No
     return statistics.median(times)
 
 
+def _host_mem_override() -> int:
+    """``HOSTARRAY_BENCH_HOST_MEM`` in bytes (0 when unset); RuntimeError if malformed."""
+    try:
+        return parse_size(os.environ.get("HOSTARRAY_BENCH_HOST_MEM") or "0")
+    except ValueError as e:
+        raise RuntimeError(f"HOSTARRAY_BENCH_HOST_MEM: {e}") from None
+
+
 def _fits(nbytes: int, dev: Any, copies: int) -> str | None:
     """Why ``copies`` arrays of ``nbytes`` don't fit (host memory, device limit), or None."""
     if nbytes > dev.max_alloc:
@@ -149,7 +207,7 @@ def _fits(nbytes: int, dev: Any, copies: int) -> str | None:
     except (ValueError, OSError):
         return None
     # Machines whose memory grows on use report too little: let the user say.
-    avail = max(avail, parse_size(os.environ.get("HOSTARRAY_BENCH_HOST_MEM", "0")))
+    avail = max(avail, _host_mem_override())
     if copies * nbytes > 0.8 * avail:
         return f"needs ~{format_size(copies * nbytes)} of host memory, {format_size(avail)} free"
     return None
@@ -679,9 +737,10 @@ def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5
 
     import hostarray as ha
 
+    _host_mem_override()  # a malformed value stops the run before it starts
     dev = _pick_device(device)
     if dev is None:
-        raise RuntimeError("no working OpenCL device: see `hostarray devices`")
+        raise RuntimeError("no working OpenCL device: see 'hostarray devices'")
     env = _Env(dev)
     result: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -729,6 +788,12 @@ def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5
     return result
 
 
+WIDTH = 100
+"""The widest line :func:`format_tables` writes, in characters."""
+
+_FASTER = "> 1: hostarray is faster, by that factor; < 1: hostarray is slower"
+
+
 def _fmt_t(t: float) -> str:
     if t < 1e-3:
         return f"{t * 1e6:.1f} us"
@@ -737,105 +802,265 @@ def _fmt_t(t: float) -> str:
     return f"{t:.2f} s"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(header)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)),
-             "-|-".join("-" * w for w in widths)]
-    lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    return "\n".join(lines)
+def _fmt_ratio(x: float) -> str:
+    if x >= 100:
+        return f"{x:.0f}x"
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
 
 
-def _times_table(rows: list[dict[str, Any]], base: str,
-                 methods: list[str] | None = None) -> str:
-    done = [r for r in rows if "times" in r]
-    if not done:
-        return "(nothing measured)"
-    methods = methods or list(done[0]["times"])
-    header = ["size", *methods] + [f"{m} / {base}" for m in methods if m != base]
-    out = []
+def _wrap(text: str, indent: str = "") -> list[str]:
+    """``text`` wrapped to :data:`WIDTH` columns, later lines indented by ``indent``."""
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent) or [""]
+
+
+Row = list[str] | tuple[str, str]  # cells, or (first cell, a note across the other columns)
+
+
+def _table(header: list[str], rows: list[Row], align: str | None = None,
+           keep: int = 1) -> list[str]:
+    """A plain-text table: two spaces between columns, a rule under the header.
+
+    ``align`` has one letter per column, ``l`` or ``r`` (default: the first column
+    left, the others right).  A row given as ``(first, note)`` writes ``note``
+    across the other columns, wrapped.  A table wider than :data:`WIDTH` is split
+    into several, each repeating the first ``keep`` columns.
+    """
+    align = align or "l" + "r" * (len(header) - 1)
+    cells = [r for r in rows if isinstance(r, list)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(header)]
+    if sum(widths) + 2 * (len(widths) - 1) > WIDTH and len(header) > keep + 1:
+        groups: list[list[int]] = [[]]
+        used = sum(widths[:keep]) + 2 * keep
+        for i in range(keep, len(header)):
+            if groups[-1] and used + widths[i] > WIDTH:
+                groups.append([])
+                used = sum(widths[:keep]) + 2 * keep
+            groups[-1].append(i)
+            used += widths[i] + 2
+        if len(groups) > 1:
+            out: list[str] = []
+            for g in groups:
+                cols = [*range(keep), *g]
+                sub = [[r[i] for i in cols] if isinstance(r, list) else r for r in rows]
+                out += _table([header[i] for i in cols], sub, "".join(align[i] for i in cols),
+                              keep) + [""]
+            return out[:-1]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if a == "r" else v.ljust(w)
+                         for v, w, a in zip(values, widths, align)).rstrip()
+
+    lines = [line(header), "  ".join("-" * w for w in widths)]
+    for r in rows:
+        if isinstance(r, list):
+            lines.append(line(r))
+        else:
+            first = r[0].ljust(widths[0]) + "  "
+            lines += textwrap.wrap(r[1], WIDTH, initial_indent=first,
+                                   subsequent_indent=" " * len(first))
+    return lines
+
+
+def _legend(entries: list[tuple[str, str]]) -> list[str]:
+    """``name  meaning`` lines under a table, the meanings aligned and wrapped."""
+    w = max(len(k) for k, _ in entries)
+    lines = []
+    for k, text in entries:
+        first = f"  {k.ljust(w)}  "
+        # "> 1" and "< 1" stay on one line
+        text = re.sub(r"([<>]=?) (\d)", "\\1\0\\2", text)
+        lines += [ln.replace("\0", " ") for ln in textwrap.wrap(
+            text, WIDTH, initial_indent=first, subsequent_indent=" " * len(first))]
+    return lines
+
+
+def _skipped(r: dict[str, Any]) -> tuple[str, str]:
+    return (format_size(r["size"]), f"skipped: {r['skipped']}")
+
+
+def _times_table(rows: list[dict[str, Any]], methods: list[tuple[str, str]]) -> list[str]:
+    """Median times of ``methods`` (``(key in the result, column name)``) per size, then
+    each method's time over the first method's (hostarray's)."""
+    if not any("times" in r for r in rows):
+        return ["(nothing measured)"]
+    (base, bname), others = methods[0], methods[1:]
+    header = ["size", *(name for _, name in methods), *(f"{n}/{bname}" for _, n in others)]
+    out: list[Row] = []
     for r in rows:
         if "skipped" in r:
-            out.append([format_size(r["size"]), f"skipped: {r['skipped']}"]
-                       + [""] * (len(header) - 2))
+            out.append(_skipped(r))
             continue
         t = r["times"]
-        out.append([format_size(r["size"]), *(_fmt_t(t[m]) for m in methods)]
-                   + [f"{t[m] / t[base]:.2f}x" for m in methods if m != base])
+        out.append([format_size(r["size"]), *(_fmt_t(t[k]) for k, _ in methods),
+                    *(_fmt_ratio(t[k] / t[base]) for k, _ in others)])
     return _table(header, out)
 
 
+def _ratio_legend(methods: list[tuple[str, str]], verdict: str = _FASTER
+                  ) -> list[tuple[str, str]]:
+    (_, bname), others = methods[0], methods[1:]
+    return [(f"{n}/{bname}", f"{n} time / {bname} time ({verdict})") for _, n in others]
+
+
+_ATTACH = [("ha of_numpy", "ha"), ("ha to_device (lazy)", "lazy"),
+           ("cl.Buffer COPY_HOST_PTR", "cl.Buffer"), ("cla.to_device", "cla")]
+_ATTACH_USED = [("ha of_numpy + kernel", "ha"), ("cl.Buffer COPY_HOST_PTR + kernel", "cl.Buffer"),
+                ("cla.to_device + kernel", "cla")]
+_ROUNDTRIP = [("ha", "ha"), ("cl enqueue_copy", "cl copy"), ("cla set/get", "cla")]
+
+
+def _attach_parts(rows: list[dict[str, Any]]) -> list[str]:
+    lazy_verdict = ("< 1: the lazy attach is faster than creating the buffer now, > 1: slower; "
+                    "both are hostarray")
+    legend = [("ha", "ha.hostptr.of_numpy(dev, a): hostarray creates the device buffer over "
+                     "the numpy memory"),
+              ("lazy", "x.to_device(dev) of a hostarray array: hostarray's lazy attach, the "
+                       "buffer is made at the first launch"),
+              ("cl.Buffer", "cl.Buffer(ctx, READ_ONLY | COPY_HOST_PTR, hostbuf=a): pyopencl "
+                            "copies the data into a new buffer"),
+              ("cla", "pyopencl.array.to_device(queue, a)")]
+    legend += [("lazy/ha", f"lazy time / ha time ({lazy_verdict})")]
+    legend += _ratio_legend(_ATTACH[:1] + _ATTACH[2:])
+    used = [("ha, cl.Buffer, cla", "as above, each followed by a one-work-item kernel that "
+                                   "reads the data, waited for")]
+    used += _ratio_legend(_ATTACH_USED)
+    return ["", "attach vs copy: time until the data is usable on the device",
+            *_times_table(rows, _ATTACH), *_legend(legend),
+            "", "attach vs copy, then a first kernel that reads the data, finished",
+            *_times_table(rows, _ATTACH_USED), *_legend(used)]
+
+
+def _roundtrip_parts(rows: list[dict[str, Any]]) -> list[str]:
+    legend = [("ha", "x[...] = src; kernel; np.asarray(x): hostarray publishes and acquires x"),
+              ("cl copy", "enqueue_copy to a plain device buffer, kernel, enqueue_copy back "
+                          "(pyopencl)"),
+              ("cla", "pyopencl.array set(src), kernel, get()"),
+              *_ratio_legend(_ROUNDTRIP)]
+    bad = [(format_size(r["size"]), k) for r in rows for k, ok in r.get("correct", {}).items()
+           if not ok]
+    return ["", "round trip: host write -> kernel x = 2x + 1 -> host read",
+            *_times_table(rows, _ROUNDTRIP), *_legend(legend),
+            *_wrap(f"all results correct: {not bad}" + (f" (wrong: {bad})" if bad else ""),
+                   "  ")]
+
+
+def _sync_parts(rows: list[dict[str, Any]]) -> list[str]:
+    times: list[Row] = []
+    rates: list[Row] = []
+    for r in rows:
+        if "skipped" in r:
+            times.append(_skipped(r))
+            rates.append(_skipped(r))
+            continue
+        t, bw = r["times"], r["bandwidth_GBps"]
+        times.append([format_size(r["size"]), r["link"], _fmt_t(t["publish"]),
+                      _fmt_t(t["acquire"]), _fmt_t(t["copy pinned H->D"]),
+                      _fmt_t(t["copy pinned D->H"]), _fmt_t(t["copy pageable H->D"]),
+                      _fmt_t(t["copy pageable D->H"]), f"{100 * r['fraction_of_pinned']:.0f}%"])
+        rates.append([format_size(r["size"]), r["link"], f"{bw['publish']:.1f}",
+                      f"{bw['acquire']:.1f}", f"{bw['copy pinned H->D']:.1f}",
+                      f"{bw['copy pageable H->D']:.1f}", _fmt_t(t["second read x[-1]"]),
+                      _fmt_t(t["second acquire_device_writes"]), str(r["second_read_bytes"])])
+    hdr1 = ["size", "link", "publish", "acquire", "pin H>D", "pin D>H", "page H>D", "page D>H",
+            "pin/ha"]
+    hdr2 = ["size", "link", "pub GB/s", "acq GB/s", "pin GB/s", "page GB/s", "2nd read",
+            "2nd acq", "2nd bytes"]
+    legend1 = [("link", "host-link kind of the array's buffer: shared, mapped or copied"),
+               ("publish", "ha.hostptr.publish_host_writes(x, dev) of the whole array, finished"),
+               ("acquire", "ha.hostptr.acquire_device_writes(x, dev) after a kernel wrote x"),
+               ("pin H>D", "enqueue_copy from pinned host memory (CL_MEM_ALLOC_HOST_PTR, "
+                           "mapped) to a device buffer; D>H: back"),
+               ("page H>D", "the same from ordinary (pageable) numpy memory; D>H: back"),
+               ("pin/ha", "(pin H>D + pin D>H) / (publish + acquire), in percent: above 100% "
+                          "hostarray is faster than the pinned copies, below 100% slower; "
+                          "target >= 90% on a mapped link")]
+    legend2 = [("GB/s", "size / median time, in 10^9 bytes per second, of publish (pub), "
+                        "acquire (acq), pinned H>D (pin) and pageable H>D (page)"),
+               ("2nd read", "x[-1] read on the host right after an acquire, nothing launched "
+                            "in between"),
+               ("2nd acq", "acquire_device_writes(x, dev) again, nothing launched in between"),
+               ("2nd bytes", "bytes moved by those second reads and acquires (must be 0)")]
+    return ["", "sync: publish/acquire vs enqueue_copy, median times",
+            *_table(hdr1, times, "ll" + "r" * 7, keep=2), *_legend(legend1),
+            "", "sync: bandwidth, and a second host read with nothing launched since",
+            *_table(hdr2, rates, "ll" + "r" * 7, keep=2), *_legend(legend2)]
+
+
+def _laziness_parts(rows: list[dict[str, Any]], repeat: int) -> list[str]:
+    hdr = ["size", "link", "policy", "moved", "x min", "syncs", "time", "t/lazy", "same"]
+    out: list[Row] = []
+    for r in rows:
+        if "skipped" in r:
+            out.append(_skipped(r))
+            continue
+        pol = r["policies"]
+        base = pol["ha lazy"]["median_s"]
+        for name, p in pol.items():
+            syncs = (f"{p['publishes']}p/{p['acquires']}a" if "publishes" in p else "by hand")
+            out.append([format_size(r["size"]), r["link"], name,
+                        format_size(p["bytes_moved"]) if p["bytes_moved"] else "0",
+                        f"{p['bytes_moved'] / r['minimum_bytes']:.2f}", syncs,
+                        _fmt_t(p["median_s"]), _fmt_ratio(p["median_s"] / base),
+                        str(r["agree"][name])])
+    r0 = next((r for r in rows if "policies" in r), None)
+    title = "laziness: a Jacobi solver"
+    if r0 is not None:
+        title += (f", {r0['iterations']} iterations, residual summed on the host every "
+                  f"{r0['check_every']}; medians of {max(1, min(3, repeat))}")
+    legend = [("policy", "ha lazy: hostarray decides, the arrays attached before; ha eager: "
+                         "publish and acquire of every argument around each launch; ha lazy + "
+                         "attach: ha lazy, creating the buffers inside the timing; cl minimal: "
+                         "hand-written pyopencl copying only what the data dependencies need"),
+              ("link", "host-link kind of the buffers (copied: forced, so that bytes move)"),
+              ("moved", "bytes copied between host and device, from ha.stats() (cl minimal: "
+                        "the minimum, by construction)"),
+              ("x min", "moved / the minimum (u and f in once, the partial sums out at each "
+                        "check, u out at the end)"),
+              ("syncs", "publishes p / acquires a, from ha.stats()"),
+              ("time", "median time of the whole solve"),
+              ("t/lazy", "this policy's time / ha lazy's time at the same size and link; "
+                         "> 1: this policy is slower than hostarray's lazy one, < 1: faster"),
+              ("same", "the final u equals cl minimal's, bit for bit")]
+    return ["", *_wrap(title), *_table(hdr, out, "lllrrlrrl", keep=3), *_legend(legend)]
+
+
 def format_tables(result: dict[str, Any]) -> str:
-    """The human-readable tables of a :func:`collect` result."""
+    """The human-readable tables of a :func:`collect` result.
+
+    Every line is at most :data:`WIDTH` (100) characters: wide tables are split,
+    column names abbreviated, and each table is followed by a legend naming what
+    each column measures and what each ratio divides.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`collect` returned (or its JSON, read back).
+
+    Returns
+    -------
+    str
+        The tables, lines joined by newlines.
+    """
     d = result["device"]
-    parts = [f"hostarray bench -- {d['spec']} ({d['name']}, {d['platform']}), link {d['link']}, "
-             f"{result['date']}, medians of {result['repeat']}"]
+    lines = _wrap(f"hostarray bench -- {d['spec']} ({d['name']}, {d['platform']}), link "
+                  f"{d['link']}, {result['date']}; times are medians of {result['repeat']} "
+                  f"run{'s' if result['repeat'] != 1 else ''} after a warm-up (us = "
+                  f"microseconds, ms = milliseconds, s = seconds)")
     if "checks" in result:
         c = result["checks"]
-        parts.append(f"\nchecks: publish map flags {c['publish_map_flags']}, bytes read back by "
-                     f"a publish {c['publish_acquired_bytes']}, kernel saw the host's bytes "
-                     f"{c['publish_keeps_host_bytes']} -> {'OK' if c['publish_ok'] else 'FAIL'}")
+        lines += ["", *_wrap(
+            f"checks: publish map flags {c['publish_map_flags']}, bytes read back by a publish "
+            f"{c['publish_acquired_bytes']}, kernel saw the host's bytes "
+            f"{c['publish_keeps_host_bytes']} -> {'OK' if c['publish_ok'] else 'FAIL'}")]
     if result.get("attach"):
-        parts.append("\nattach vs copy: time until the data is usable on the device\n"
-                     + _times_table(result["attach"], "ha of_numpy",
-                                    ["ha of_numpy", "ha to_device (lazy)",
-                                     "cl.Buffer COPY_HOST_PTR", "cla.to_device"]))
-        parts.append("\nattach vs copy, then a first kernel that reads the data, finished\n"
-                     + _times_table(result["attach"], "ha of_numpy + kernel",
-                                    ["ha of_numpy + kernel", "cl.Buffer COPY_HOST_PTR + kernel",
-                                     "cla.to_device + kernel"]))
+        lines += _attach_parts(result["attach"])
     if result.get("roundtrip"):
-        rt = result["roundtrip"]
-        parts.append("\nround trip: host write -> kernel x = 2x + 1 -> host read\n"
-                     + _times_table(rt, "ha"))
-        bad = [(format_size(r["size"]), k) for r in rt for k, ok in r.get("correct", {}).items()
-               if not ok]
-        parts.append(f"all results correct: {not bad}" + (f" (wrong: {bad})" if bad else ""))
+        lines += _roundtrip_parts(result["roundtrip"])
     if result.get("sync"):
-        hdr = ["size", "link", "publish", "acquire", "pinned H->D", "pinned D->H",
-               "pageable H->D", "pageable D->H", "pub GB/s", "acq GB/s", "pinned/ha",
-               "2nd read x[-1]", "2nd acquire call", "2nd read bytes"]
-        out = []
-        for r in result["sync"]:
-            if "skipped" in r:
-                out.append([format_size(r["size"]), f"skipped: {r['skipped']}"]
-                           + [""] * (len(hdr) - 2))
-                continue
-            t, bw = r["times"], r["bandwidth_GBps"]
-            out.append([format_size(r["size"]), r["link"], _fmt_t(t["publish"]),
-                        _fmt_t(t["acquire"]), _fmt_t(t["copy pinned H->D"]),
-                        _fmt_t(t["copy pinned D->H"]), _fmt_t(t["copy pageable H->D"]),
-                        _fmt_t(t["copy pageable D->H"]), f"{bw['publish']:.1f}",
-                        f"{bw['acquire']:.1f}", f"{100 * r['fraction_of_pinned']:.0f}%",
-                        _fmt_t(t["second read x[-1]"]),
-                        _fmt_t(t["second acquire_device_writes"]), str(r["second_read_bytes"])])
-        parts.append("\nsync: publish/acquire vs enqueue_copy (pinned/ha = pinned copy time "
-                     "both ways over publish + acquire time; target >= 90% on a mapped link)\n"
-                     + _table(hdr, out))
+        lines += _sync_parts(result["sync"])
     if result.get("laziness"):
-        hdr = ["size", "link", "policy", "bytes moved", "x minimum", "syncs", "time",
-               "time / ha lazy", "same result"]
-        out = []
-        for r in result["laziness"]:
-            if "skipped" in r:
-                out.append([format_size(r["size"]), "", f"skipped: {r['skipped']}"]
-                           + [""] * (len(hdr) - 3))
-                continue
-            pol = r["policies"]
-            base = pol["ha lazy"]["median_s"]
-            for name, p in pol.items():
-                syncs = (f"{p['publishes']}p/{p['acquires']}a" if "publishes" in p
-                         else "by hand")
-                out.append([format_size(r["size"]), r["link"], name,
-                            format_size(p["bytes_moved"]) if p["bytes_moved"] else "0",
-                            f"{p['bytes_moved'] / r['minimum_bytes']:.2f}", syncs,
-                            _fmt_t(p["median_s"]), f"{p['median_s'] / base:.2f}x",
-                            str(r["agree"][name])])
-        r0 = next(r for r in result["laziness"] if "policies" in r)
-        parts.append(f"\nlaziness: Jacobi, {r0['iterations']} iterations, residual checked on "
-                     f"the host every {r0['check_every']} (minimum = u and f in once, partial "
-                     f"sums out per check, u out at the end)\n" + _table(hdr, out))
-    return "\n".join(parts)
+        lines += _laziness_parts(result["laziness"], result["repeat"])
+    return "\n".join(lines)
 
 
 def print_tables(result: dict[str, Any], file: Any = None) -> None:
@@ -875,8 +1100,20 @@ def plot(result: dict[str, Any], path: str) -> None:
 
 
 def run_bench(args: Any) -> int:
-    """Entry point of ``hostarray bench`` (``args``: ``device``, ``json``, ``max_size``,
-    ``plot``); returns the exit status.
+    """Entry point of ``hostarray bench``: measure, print tables or JSON, plot.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``device`` (a device name or None), ``json`` (bool), ``max_size`` (bytes, or a
+        size for :func:`parse_size`), ``repeat`` (int or None: 5), ``plot`` (a PNG path
+        or None); missing attributes take those defaults.
+
+    Returns
+    -------
+    int
+        The exit status: 0, 1 if a check or a result was wrong, 2 on a bad size or
+        without a working OpenCL device.
 
     Examples
     --------
@@ -887,7 +1124,11 @@ def run_bench(args: Any) -> int:
     0
     """
     try:
-        max_size = parse_size(getattr(args, "max_size", None) or "64MiB")
+        given = getattr(args, "max_size", None)
+        max_size = parse_size("64MiB" if given is None else given)
+        if max_size < 4:
+            raise ValueError(f"--max-size must be at least 4 bytes (one float32), not "
+                             f"{max_size}")
     except ValueError as e:
         print(f"hostarray bench: {e}", file=sys.stderr)
         return 2

@@ -1,32 +1,185 @@
 """Smoke test of ``hostarray bench``: it runs, and its JSON says what it measured.
 
 Timings are never asserted (performance lives in benchmarks/); the
-structure, the correctness flags and the transfer counters are.
+structure, the correctness flags and the transfer counters are.  So are
+sizes read as written (``GB`` = 10**9, ``GiB`` = 2**30) and tables that fit
+100 columns with a legend under each.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import hostarray as ha
-from hostarray.bench import format_size, parse_size
+from hostarray.bench import WIDTH, format_size, format_tables, parse_size
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 
 
-def test_parse_size_round_trips_format_size() -> None:
-    for n in (4096, 3 * MiB, 1 << 30, 4 << 30):
+def test_parse_size_reads_units_as_written() -> None:
+    # SI units are powers of 1000, IEC units powers of 1024
+    assert parse_size("1GB") == 10**9
+    assert parse_size("1GiB") == 2**30
+    assert parse_size("1KB") == 1000 and parse_size("1KiB") == 1024
+    assert parse_size("500MB") == 500 * 10**6 and parse_size("64MiB") == 64 * MiB
+    assert parse_size("2TB") == 2 * 10**12 and parse_size("2TiB") == 2 * 2**40
+    assert parse_size("4096") == parse_size("4096B") == parse_size(4096) == 4096
+    # documented: units are case-insensitive, a space may come before the unit
+    assert parse_size("1gb") == parse_size("1Gb") == 10**9
+    assert parse_size("1gib") == parse_size("1 GiB") == parse_size(" 1 GiB ") == 2**30
+    # a fraction is fine where it names whole bytes
+    assert parse_size("1.5KiB") == 1536 and parse_size("1.5KB") == 1500
+    assert parse_size("0.5GB") == 500_000_000
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("1gigs", ["unknown size unit 'gigs'", "GB", "GiB", "1000", "1024"]),
+    ("1 XB", ["unknown size unit 'XB'"]),
+    ("4k", ["ambiguous", "4KB (4000 bytes)", "4KiB (4096 bytes)"]),
+    ("2G", ["ambiguous", "2GB (2000000000 bytes)", "2GiB (2147483648 bytes)"]),
+    ("lots", ["not a size: 'lots'", "64MiB"]),
+    ("", ["not a size"]),
+    ("-1GB", ["not a size"]),
+    ("0.5B", ["not a whole number of bytes"]),
+    ("1.0001KB", ["not a whole number of bytes"]),
+])
+def test_parse_size_refuses_with_a_message(text: str, words: list[str]) -> None:
+    with pytest.raises(ValueError) as e:
+        parse_size(text)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_parse_size_refuses_negative_bytes() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        parse_size(-1)
+
+
+def test_format_size_says_binary_units_and_round_trips() -> None:
+    for n in (4096, 3 * MiB, 1 << 30, 4 << 30, 5 << 40, 512):
+        assert parse_size(format_size(n)) == n
         assert parse_size(format_size(n).replace(" ", "")) == n
-    assert parse_size("64MiB") == 64 * MiB
-    assert parse_size("1.5k") == 1536
-    with pytest.raises(ValueError):
-        parse_size("lots")
+    assert format_size(3 << 30) == "3 GiB"
+    assert format_size(10**9) == "953.674 MiB"  # 1 GB is not 1 GiB
+    assert format_size(1000) == "1000 B"
+
+
+# -- the tables: at most WIDTH columns, each followed by a legend -----------------------------
+
+_RULE = re.compile(r"^-+(  -+)*$")
+_LEGEND_ENTRY = re.compile(r"^  (\S+(?: \S+)*)  +\S")
+
+
+def _tables(text: str) -> list[tuple[list[str], dict[str, str]]]:
+    """``(columns, {legend name: its text})`` of every table in ``text``."""
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if not _RULE.match(line):
+            continue
+        columns = re.split(r" {2,}", lines[i - 1].strip())
+        j = i + 1
+        while j < len(lines) and lines[j] and not _LEGEND_ENTRY.match(lines[j]):
+            j += 1  # the rows (a skipped row's note goes on, indented by more than 2)
+        legend: dict[str, str] = {}
+        name = ""
+        while j < len(lines) and lines[j].startswith(" "):
+            m = _LEGEND_ENTRY.match(lines[j])
+            if m:
+                name = m[1]
+                legend[name] = lines[j][len(name) + 2:].strip()
+            else:
+                legend[name] += " " + lines[j].strip()
+            j += 1
+        out.append((columns, legend))
+    return out
+
+
+def _check_tables(text: str, min_tables: int) -> None:
+    too_wide = [ln for ln in text.splitlines() if len(ln) > WIDTH]
+    assert WIDTH == 100 and not too_wide, too_wide
+    tables = _tables(text)
+    assert len(tables) >= min_tables, text
+    for columns, legend in tables:
+        assert legend, f"no legend under the table {columns}"
+        names = {n: text for name, text in legend.items() for n in name.split(", ")}
+        for col in columns:
+            if "/" in col and not col.endswith("GB/s"):
+                # a ratio: what it divides, and which side of 1 (or 100%) means what
+                assert col in names, (col, list(legend))
+                assert " / " in names[col], names[col]
+                assert re.search(r"[<>] 1\b.*faster|faster.*[<>] 1\b|100% hostarray is faster",
+                                 names[col]), names[col]
+
+
+def _fake_result() -> dict[str, Any]:
+    """A :func:`collect` result with extreme values: long names, huge ratios, skipped sizes."""
+    sizes = [4096 << (2 * i) for i in range(11)]  # 4 KiB ... 4 GiB
+    skip = "above the device's largest allocation (35 GiB), and needs ~20 TiB of host memory, " \
+           "3.5 GiB free on this machine"
+    def t(i: int, f: float) -> float:
+        return 1e-7 * f * 7.3**i
+    attach, rt, sync, lazy = [], [], [], []
+    for i, n in enumerate(sizes):
+        if i >= 9:
+            for rows in (attach, rt, sync, lazy):
+                rows.append({"size": n, "skipped": skip})
+            continue
+        attach.append({"size": n, "times": {
+            "ha to_device (lazy)": 2e-6, "ha of_numpy": t(i, 3), "cl.Buffer COPY_HOST_PTR":
+            t(i, 9e4), "cla.to_device": t(i, 1e5), "ha of_numpy + kernel": t(i, 20),
+            "cl.Buffer COPY_HOST_PTR + kernel": t(i, 2e5), "cla.to_device + kernel": t(i, 3e5)}})
+        rt.append({"size": n, "times": {"ha": t(i, 5), "cl enqueue_copy": t(i, 5e3),
+                                        "cla set/get": t(i, 0.5)},
+                   "correct": {"ha": True, "cl enqueue_copy": True, "cla set/get": False}})
+        times = {"copy pinned H->D": t(i, 4e3), "copy pinned D->H": t(i, 4e3),
+                 "copy pageable H->D": t(i, 9e3), "copy pageable D->H": t(i, 9e3),
+                 "publish": t(i, 2), "acquire": t(i, 2), "second acquire_device_writes": 7e-7,
+                 "second read x[-1]": 3e-6}
+        sync.append({"size": n, "times": times, "link": "shared",
+                     "bandwidth_GBps": {k: n / v / 1e9 for k, v in times.items()
+                                        if not k.startswith("second")},
+                     "fraction_of_pinned": 2000.0, "second_read_bytes": 0})
+        pol = {name: {"median_s": t(i, f), "bytes_moved": b * n, **extra}
+               for name, f, b, extra in (
+                   ("ha lazy", 10, 3, {"publishes": 2, "acquires": 5}),
+                   ("ha eager", 99, 88, {"publishes": 72, "acquires": 24}),
+                   ("ha lazy + attach", 11, 3, {"publishes": 2, "acquires": 5}),
+                   ("cl minimal", 1e4, 3, {}))}
+        lazy.append({"size": n, "link": "copied", "iterations": 20, "check_every": 5,
+                     "minimum_bytes": 3 * n, "policies": pol,
+                     "agree": dict.fromkeys(pol, True)})
+    return {"date": "2026-12-01 00:00 UTC", "repeat": 5,
+            "device": {"spec": "opencl:12:3", "name": "A Very Long Device Name " * 6,
+                       "platform": "Some OpenCL Platform With A Long Name", "link": "mapped"},
+            "checks": {"publish_map_flags": ["WRITE_INVALIDATE_REGION"],
+                       "publish_acquired_bytes": 0, "publish_keeps_host_bytes": True,
+                       "publish_ok": True},
+            "attach": attach, "roundtrip": rt, "sync": sync, "laziness": lazy}
+
+
+def test_tables_fit_100_columns_with_legends() -> None:
+    text = format_tables(_fake_result())
+    _check_tables(text, 6)  # attach x2, round trip, sync x2, laziness
+    assert "skipped: above the device's largest allocation" in text
+    assert "wrong: [('4 KiB', 'cla set/get')" in text
+
+
+@pytest.mark.parametrize("name", ["cpu-pocl-bench.json", "h200-bench.json"])
+def test_tables_of_measured_results_fit(name: str) -> None:
+    path = Path(ROOT) / "benchmarks" / "results" / name
+    if not path.exists():
+        pytest.skip(f"{path} is not there")
+    _check_tables(format_tables(json.loads(path.read_text())), 6)
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +254,24 @@ def test_bench_plot_is_a_png(bench_run: tuple[dict, str, str]) -> None:
     _, _, png = bench_run
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.device
+def test_bench_json_tables_fit(bench_run: tuple[dict, str, str]) -> None:
+    r, _, _ = bench_run
+    _check_tables(format_tables(r), 6)
+
+
+@pytest.mark.device
+def test_bench_prints_tables_that_fit() -> None:
+    devs = [d for d in ha.devices() if d.framework == "opencl"]
+    if not devs:
+        pytest.skip("no working OpenCL device")
+    p = subprocess.run([sys.executable, "-m", "hostarray", "bench", "--max-size", "256 KiB",
+                        "--repeat", "1", "--device", str(devs[0])],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.startswith("hostarray bench -- ")
+    assert "[bench]" not in p.stdout and "[bench]" in p.stderr
+    _check_tables(p.stdout, 6)
+    assert "256 KiB" in p.stdout

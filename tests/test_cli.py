@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib.metadata
 import json
 import os
 import re
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import hostarray as ha
+import hostarray.__main__ as cli
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None,
@@ -135,3 +138,64 @@ def test_readme_devices_table_has_the_cli_columns(cl_device: ha.Device) -> None:
     assert r.returncode == 0, r.stderr
     assert pasted[0].split() == r.stdout.splitlines()[0].split()
     assert any(ln.startswith(str(cl_device)) for ln in pasted)
+
+
+def _commands() -> list[str]:
+    sub = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def test_version_prints_the_installed_version() -> None:
+    try:
+        expected = importlib.metadata.version("hostarray")
+    except importlib.metadata.PackageNotFoundError:
+        expected = ha.__version__
+    r = run_cli("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"hostarray {expected}\n" and r.stderr == ""
+
+
+def test_version_falls_back_to_the_module_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert cli._version() == ha.__version__
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+
+
+# RST roles and literals, Markdown code and emphasis, MyST roles, directives
+_MARKUP = re.compile(r"`|\*\*|:(?:func|mod|class|meth|attr|data|doc|ref|exc|obj|envvar):"
+                     r"|\{(?:doc|func|mod|class|ref)\}|^\s*\.\. ", re.MULTILINE)
+
+
+@pytest.mark.parametrize("command", [None, "devices", "demo", "bench"])
+def test_help_is_plain_text(command: str | None) -> None:
+    assert set(_commands()) == {"devices", "demo", "bench"}, "a new command: add it here"
+    r = run_cli(*([command] if command else []), "--help")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"usage: hostarray{' ' + command if command else ''} ")
+    assert not _MARKUP.findall(r.stdout), r.stdout
+    if command is None:
+        assert "--version" in r.stdout
+        for c in _commands():
+            assert c in r.stdout
+    if command == "bench":  # the units, as the parser reads them
+        text = " ".join(r.stdout.split())
+        assert "KB, MB, GB, TB are powers of 1000" in text
+        assert "KiB, MiB, GiB, TiB powers of 1024" in text
+
+
+@pytest.mark.parametrize(("size", "words"), [
+    ("1gigs", ["unknown size unit 'gigs'", "GiB"]),
+    ("4k", ["ambiguous", "4KB (4000 bytes)", "4KiB (4096 bytes)"]),
+    ("0", ["at least 4 bytes"]),
+])
+def test_bench_refuses_a_bad_size_before_measuring(size: str, words: list[str]) -> None:
+    r = run_cli("bench", "--max-size", size)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr

@@ -5,9 +5,15 @@
   its signature matches the spec's, and any documented deviation.
 * ``refusal-table``: the kinds of :class:`hostarray.hostptr.Refusal` with the
   message :func:`hostarray.hostptr.refusal_message` gives for each.
+* ``hostarray-operators``: a reference entry for every operator method of
+  :class:`hostarray.HostPtrArray` (from ``hostarray._api.elementwise``'s table).
+* ``hostarray-ndarray-methods``: a reference entry for every numpy-style method
+  and attribute ``hostarray._interop`` installs on the array (``x.sum``, ``x.real``).
 
-Both build docutils table nodes from the code itself, so the pages can never
-drift from it.
+The first two build docutils table nodes from the code itself, so the pages can
+never drift from it; the last two write reST entries (``.. py:method:: HostPtrArray.NAME``) from
+the code's own tables; use them in an ``eval-rst`` block after
+``.. currentmodule:: hostarray``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from docutils import nodes
+from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -213,7 +220,211 @@ class RefusalTable(SphinxDirective):
                        [12, 30, 16, 42])]
 
 
+# -- reference entries of the array's operators and numpy-style members ----------------------
+
+# Python's spelling of each binary operator, by the namespace function behind it.
+_SYMBOLS = {
+    "add": "+", "subtract": "-", "multiply": "*", "divide": "/", "floor_divide": "//",
+    "remainder": "%", "pow": "**", "matmul": "@", "bitwise_and": "&", "bitwise_or": "|",
+    "bitwise_xor": "^", "bitwise_left_shift": "<<", "bitwise_right_shift": ">>",
+    "equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+    "greater_equal": ">=",
+}
+_UNARY_SPELLING = {"abs": "abs(x)", "negative": "-x", "positive": "+x", "bitwise_invert": "~x"}
+
+
+def operator_entries() -> list[tuple[str, str, str]]:
+    """``(dunder, signature, text)`` for every operator method of ``HostPtrArray``, from
+    the table the operators are built from (``hostarray._api.elementwise``)."""
+    from hostarray._api import elementwise as ew
+
+    rows = [(name, ops, params) for name, _, params, ops, _ in ew.TABLE if ops]
+    rows += [(name, ops, ew.BINARY) for name, _, ops in ew.OPERATOR_ONLY]
+    out = []
+    for name, ops, params in rows:
+        def call(args: str, name: str = name) -> str:
+            return f"``ha.{name}({args})``"
+        if params == ew.UNARY:
+            out.append((ops[0], "()",
+                        f"``{_UNARY_SPELLING[name]}``: {call('x')}, a new array on ``x``'s "
+                        f"device."))
+            continue
+        sym = _SYMBOLS[name]
+        if len(ops) == 1:  # a comparison
+            out.append((ops[0], "(other, /)",
+                        f"``x {sym} other``: {call('x, other')}, a ``bool`` array. "
+                        f"``other`` is an array (broadcast) or a Python scalar; for other "
+                        f"types it returns ``NotImplemented``."))
+            continue
+        op, rop, iop = ops
+        out.append((op, "(other, /)",
+                    f"``x {sym} other``: {call('x, other')}. ``other`` is a "
+                    f"``HostPtrArray`` (broadcast; on the same device, or on the host), a "
+                    f"Python scalar (weak: it does not widen ``x``'s data type) or a numpy "
+                    f"array or scalar; for other types it returns ``NotImplemented``, so "
+                    f"the other operand's own operator can answer. The result is a new "
+                    f"array with the promoted data type, on the operands' device."))
+        out.append((rop, "(other, /)",
+                    f"``other {sym} x``, where ``other`` is a Python scalar or a numpy array "
+                    f"or scalar: {call('other, x')}."))
+        out.append((iop, "(other, /)",
+                    f"``x {sym}= other``: {call('x, other')} written into ``x``'s own "
+                    f"memory (a host write: a device that used ``x`` gets the new bytes "
+                    f"before its next launch) and returns ``x``. The result keeps ``x``'s "
+                    f"data type and shape: a result numpy can't cast to it under "
+                    f"``same_kind`` casting (``int_x += 1.5``) raises numpy's "
+                    f"``UFuncTypeError`` (a ``TypeError``), one that would broadcast ``x`` "
+                    f"to a larger shape raises ``ValueError``, and so does a read-only "
+                    f"``x`` (read-only memory, a broadcast view)."))
+    return out
+
+
+# What each numpy-style member does on a HostPtrArray (hand-kept: the notes that matter
+# for hostarray, views and copies, scalars and in-place writes); members of hostarray's
+# tables that are missing here still get an entry with the generic sentence.
+_NDARRAY_NOTES = {
+    "reshape": ("(*shape, order='C')", "``np.reshape``: the same elements in ``shape`` "
+                "(``x.reshape(2, 3)`` or ``x.reshape((2, 3))``); a view of ``x``'s memory "
+                "where numpy can make one, else a copy."),
+    "transpose": ("(*axes)", "``np.transpose``: the axes permuted (reversed if none are "
+                  "given); a view."),
+    "swapaxes": ("(axis1, axis2)", "``np.swapaxes``: two axes interchanged; a view."),
+    "squeeze": ("(axis=None)", "``np.squeeze``: axes of length one removed; a view."),
+    "ravel": ("(order='C')", "``np.ravel``: the elements in one dimension; a view of a "
+              "contiguous array, a copy otherwise."),
+    "flatten": ("()", "The elements in one dimension, always a copy (new memory on ``x``'s "
+                "device)."),
+    "astype": ("(dtype, *args, copy=True, **kwargs)", "``np.astype``: a copy converted to "
+               "``dtype`` (numpy's casting rules); ``x`` itself when ``dtype`` is "
+               "``x.dtype`` and ``copy=False``."),
+    "copy": ("(order='C')", "A copy of the data in new page-aligned memory, on ``x``'s "
+             "device (C order whatever ``order`` says)."),
+    "view": ("(dtype=None)", "A view of the same memory, its bytes read as ``dtype`` if "
+             "given (as ``ndarray.view``)."),
+    "sort": ("(axis=-1, kind=None, order=None)", "Sorts ``x`` in place along ``axis`` "
+             "(a host write of ``x``'s memory) and returns ``None``."),
+    "fill": ("(value)", "Sets every element to ``value`` in place; a whole overwrite, so "
+             "data a kernel wrote is not copied back first."),
+    "sum": ("(*args, **kwargs)", "``np.sum``: a numpy scalar for a full reduction, a "
+            "``HostPtrArray`` with ``axis=``."),
+    "prod": ("(*args, **kwargs)", "``np.prod``: a numpy scalar for a full reduction, a "
+             "``HostPtrArray`` with ``axis=``."),
+    "mean": ("(*args, **kwargs)", "``np.mean``: a numpy scalar for a full reduction, a "
+             "``HostPtrArray`` with ``axis=``."),
+    "std": ("(*args, **kwargs)", "``np.std`` (``ddof=`` as numpy's): a numpy scalar for a "
+            "full reduction, a ``HostPtrArray`` with ``axis=``."),
+    "var": ("(*args, **kwargs)", "``np.var`` (``ddof=`` as numpy's): a numpy scalar for a "
+            "full reduction, a ``HostPtrArray`` with ``axis=``."),
+    "min": ("(*args, **kwargs)", "``np.min``: a numpy scalar for a full reduction, a "
+            "``HostPtrArray`` with ``axis=``."),
+    "max": ("(*args, **kwargs)", "``np.max``: a numpy scalar for a full reduction, a "
+            "``HostPtrArray`` with ``axis=``."),
+    "argmin": ("(*args, **kwargs)", "``np.argmin``: the flat index (a numpy integer), or a "
+               "``HostPtrArray`` of indices with ``axis=``."),
+    "argmax": ("(*args, **kwargs)", "``np.argmax``: the flat index (a numpy integer), or a "
+               "``HostPtrArray`` of indices with ``axis=``."),
+    "any": ("(*args, **kwargs)", "``np.any``: a numpy ``bool_`` for a full reduction, a "
+            "``HostPtrArray`` with ``axis=``."),
+    "all": ("(*args, **kwargs)", "``np.all``: a numpy ``bool_`` for a full reduction, a "
+            "``HostPtrArray`` with ``axis=``."),
+    "cumsum": ("(*args, **kwargs)", "``np.cumsum``: running sums, a new array (flattened "
+               "without ``axis=``)."),
+    "cumprod": ("(*args, **kwargs)", "``np.cumprod``: running products, a new array "
+                "(flattened without ``axis=``)."),
+    "clip": ("(min=None, max=None, **kwargs)", "``np.clip``: values limited to "
+             "``[min, max]``, a new array."),
+    "round": ("(decimals=0)", "``np.round``: rounded to ``decimals`` places (halves to "
+              "even), a new array."),
+    "dot": ("(b)", "``np.dot(x, b)``: the dot product, a new array (a numpy scalar for "
+            "two 1-D arrays)."),
+    "nonzero": ("()", "``np.nonzero``: a tuple with one index array per dimension "
+                "(``HostPtrArray`` objects)."),
+    "argsort": ("(*args, **kwargs)", "``np.argsort``: the indices that sort ``x``, a new "
+                "array."),
+    "searchsorted": ("(v, side='left', sorter=None)", "``np.searchsorted`` on a sorted 1-D "
+                     "``x``: insertion indices (a numpy integer for a scalar ``v``)."),
+    "take": ("(indices, axis=None, **kwargs)", "``np.take``: the elements at ``indices``, a "
+             "new array."),
+    "repeat": ("(repeats, axis=None)", "``np.repeat``: each element repeated, a new "
+               "array."),
+    "diagonal": ("(offset=0, axis1=0, axis2=1)", "``np.diagonal``: the diagonal, a "
+                 "read-only view (as numpy's)."),
+    "trace": ("(*args, **kwargs)", "``np.trace``: the sum along the diagonal, a numpy "
+              "scalar for a 2-D ``x``."),
+    "compress": ("(condition, axis=None, **kwargs)", "``np.compress(condition, x)``: the "
+                 "slices where ``condition`` is true, a new array."),
+    "conj": ("()", "``np.conjugate``: the complex conjugate, a new array."),
+    "conjugate": ("()", "``np.conjugate``: the complex conjugate, a new array (same as "
+                  "``conj``)."),
+}
+_NDARRAY_ATTRIBUTE_NOTES = {
+    "real": "``np.real``: the real part; a view of ``x``'s memory (``x`` itself viewed "
+            "for a real ``x``).",
+    "imag": "``np.imag``: the imaginary part; a view of ``x``'s memory for a complex "
+            "``x``, new zeros for a real one.",
+    "itemsize": "Bytes per element (an ``int``), as ``x.dtype.itemsize``.",
+    "strides": "Bytes to step in each dimension (a tuple of ``int``), as "
+               "``ndarray.strides``.",
+}
+_GENERIC = ("numpy's ``ndarray.{0}`` on the host data; array results are ``HostPtrArray`` "
+            "objects on ``x``'s device.")
+
+
+def ndarray_entries() -> list[tuple[str, str, str | None, str]]:
+    """``(kind, name, signature or None, text)`` for every numpy-style method and
+    attribute ``hostarray._interop`` installs on ``HostPtrArray``."""
+    import hostarray as ha
+    from hostarray import _interop
+
+    out: list[tuple[str, str, str | None, str]] = []
+    for name in _interop._METHODS:
+        if name in ha.HostPtrArray.__dict__ and getattr(
+                ha.HostPtrArray.__dict__[name], "__module__", "") != _interop.__name__:
+            continue  # the class defines it itself (autodoc documents it)
+        sig, text = _NDARRAY_NOTES.get(name, ("(*args, **kwargs)", _GENERIC.format(name)))
+        out.append(("method", name, sig, text))
+    for name in _interop._ATTRIBUTES:
+        out.append(("attribute", name, None,
+                    _NDARRAY_ATTRIBUTE_NOTES.get(name, _GENERIC.format(name))))
+    return out
+
+
+class _ReSTEntries(SphinxDirective):
+    """Writes reST entries and parses them in place (in an ``eval-rst`` block)."""
+
+    has_content = False
+
+    def lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def run(self) -> list[nodes.Node]:
+        node = nodes.container()
+        source = self.get_source_info()[0]
+        self.state.nested_parse(StringList(self.lines(), source=source), self.content_offset,
+                                node)
+        return node.children
+
+
+class OperatorReference(_ReSTEntries):
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for dunder, sig, text in operator_entries():
+            out += [f".. py:method:: HostPtrArray.{dunder}{sig}", "", f"   {text}", ""]
+        return out
+
+
+class NdarrayMethodsReference(_ReSTEntries):
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for kind, name, sig, text in ndarray_entries():
+            head = f".. py:{kind}:: HostPtrArray.{name}{sig or ''}"
+            out += [head, "", f"   {text}", ""]
+        return out
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("array-api-coverage", ArrayApiCoverage)
     app.add_directive("refusal-table", RefusalTable)
+    app.add_directive("hostarray-operators", OperatorReference)
+    app.add_directive("hostarray-ndarray-methods", NdarrayMethodsReference)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import math
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,6 +100,45 @@ def _check_dtype(dt: np.dtype) -> None:
                         f"with numpy first")
 
 
+def _human(nbytes: int) -> str:
+    """``nbytes`` in binary units (``3.55 PiB``)."""
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.3g} {unit}"
+        size /= 1024
+    return f"{nbytes} B"  # not reached
+
+
+def _too_big(shape: tuple[int, ...], dt: np.dtype, nbytes: int, why: str) -> str:
+    narrower = {"float64": " (float32 halves it)", "complex128": " (complex64 halves it)",
+                "int64": " (int32 halves it)"}.get(dt.name, "")
+    what = "make the array smaller, " + (f"use a narrower data type{narrower}, "
+                                         if dt.itemsize > 1 else "")
+    return (f"cannot allocate an array of shape {shape} and data type {dt}: it needs "
+            f"{nbytes} bytes ({_human(nbytes)}) of host memory, {why}; {what}or process "
+            f"the data in pieces (for example as the chunks of a Dask array)")
+
+
+def _allocate(shape: tuple[int, ...], dt: np.dtype,
+              make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()``, the page-aligned allocation of an array of ``shape`` and ``dt``; its
+    failure reported in the user's terms (shape, data type, bytes), not in those of the
+    padded ``uint8`` buffer underneath."""
+    nbytes = math.prod(shape) * dt.itemsize
+    if nbytes > sys.maxsize:
+        raise ValueError(_too_big(shape, dt, nbytes, f"more than the largest allocation a "
+                                                     f"process can address ({sys.maxsize} "
+                                                     f"bytes)"))
+    try:
+        return make()
+    except MemoryError:
+        raise MemoryError(_too_big(shape, dt, nbytes, "and the allocation failed (not "
+                                                      "enough memory)")) from None
+    except ValueError as e:  # numpy: "array is too big", "Maximum allowed dimension ..."
+        raise ValueError(_too_big(shape, dt, nbytes, f"which numpy refused ({e})")) from None
+
+
 def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
           device: Any = None) -> HostPtrArray:
     """An uninitialised array in page-aligned storage.
@@ -108,9 +150,7 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     (2, 3)
     """
     dt = _dtype(np.float64 if dtype is None else dtype)
-    shp = _shape(shape)
-    n = int(np.prod(shp, dtype=np.int64)) * dt.itemsize
-    a = aligned_empty(n).view(dt).reshape(shp)
+    a = _aligned(_shape(shape), dt)
     return _new(a, Storage(a), _result_device(device))
 
 
@@ -125,14 +165,16 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     [0. 0. 0.]
     """
     dt = _dtype(np.float64 if dtype is None else dtype)
-    a = aligned_zeros(_shape(shape), dt)
+    shp = _shape(shape)
+    a = _allocate(shp, dt, lambda: aligned_zeros(shp, dt))
     return _new(a, Storage(a), _result_device(device))
 
 
 
 def _aligned(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
-    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    return aligned_empty(n).view(dt).reshape(shape)
+    """Uninitialised page-aligned memory for ``shape`` and ``dt`` (see :func:`_allocate`)."""
+    n = math.prod(shape) * dt.itemsize
+    return _allocate(shape, dt, lambda: aligned_empty(n).view(dt).reshape(shape))
 
 
 def _like_device(x: HostPtrArray, device: Any) -> Device:

@@ -48,26 +48,59 @@ def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
     return wrap(a.astype(dt, copy=True), dev)
 
 
+def _exact_bits(dt: np.dtype) -> int:
+    """How many significant bits every value of ``dt`` needs (integers: the magnitude bits;
+    floating point: the significand's, with the implicit bit)."""
+    if dt.kind == "b":
+        return 1
+    if dt.kind in "iu":
+        return dt.itemsize * 8 - (dt.kind == "i")
+    return int(np.finfo(dt).nmant) + 1
+
+
+def _value_safe(f: np.dtype, t: np.dtype) -> bool:
+    """Whether every value of ``f`` is exactly a value of ``t`` (and its imaginary part,
+    if any, survives): ``astype(x, t)`` then loses nothing, whatever ``x`` holds."""
+    if f == t or f.kind == "b":
+        return True
+    if t.kind == "b" or (f.kind == "c" and t.kind != "c") or (f.kind in "fc" and t.kind in "iu"):
+        return False
+    if t.kind in "iu":  # integer to integer: the range must fit
+        fi, ti = np.iinfo(f), np.iinfo(t)
+        return ti.min <= fi.min and fi.max <= ti.max
+    if f.kind in "iu":  # integer to floating point: every integer exactly representable
+        return _exact_bits(f) <= _exact_bits(t)
+    return bool(np.finfo(f).bits <= np.finfo(t).bits)  # floating point, same or wider
+
+
 def can_cast(from_: Any, to: Any, /) -> bool:
-    """Whether ``from_`` (a data type or an array) can be cast to ``to`` under the
-    standard's type promotion rules (never across kinds, e.g. integer to float).
+    """Whether ``from_`` (a data type or an array) can be cast to ``to`` under the type
+    promotion rules: ``True`` exactly when this namespace itself promotes ``from_`` to
+    ``to`` (``result_type(from_, to) == to``, the type ``ha.add`` and the other
+    operations give) *and* that conversion is value-safe, every value of ``from_`` being
+    exactly a value of ``to``.
+
+    Within the standard's promotion table (integers with integers, floating point with
+    floating point) this is the standard's answer.  Across kinds, which the standard
+    leaves to the implementation, it follows hostarray's (numpy's) promotions where they
+    lose nothing: ``bool`` to any numeric type, ``int16`` to ``float32``, ``int32`` to
+    ``float64`` and ``complex128``.  The promotions hostarray performs that can round
+    (``int64`` and ``uint64`` to ``float64``/``complex128``, as in ``int64 + float64``
+    or ``int64 + uint64``) answer ``False``: a cast that may change values is not
+    "safe".
 
     Examples
     --------
     >>> import hostarray as ha
     >>> ha.can_cast(ha.int8, ha.int16), ha.can_cast(ha.float64, ha.float32)
     (True, False)
+    >>> ha.can_cast(ha.int16, ha.float32), ha.can_cast(ha.int64, ha.float64)
+    (True, False)
     """
     f, t = _to_dtype(from_), _to_dtype(to)
     if f == t:
         return True
-    if f.kind == "b" or t.kind == "b":
-        return False
-    if f.kind in "iu" and t.kind in "iu":
-        return builtins.bool(np.can_cast(f, t, "safe"))
-    if f.kind in "fc" and t.kind in "fc":
-        return builtins.bool(np.can_cast(f, t, "safe"))
-    return False
+    return builtins.bool(np.result_type(f, t) == t) and _value_safe(f, t)
 
 
 @dataclass(frozen=True)

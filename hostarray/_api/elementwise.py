@@ -60,6 +60,9 @@ def _expm1(x: np.ndarray) -> Any:
         zero_b = (b == 0) & np.isfinite(a)
         if zero_b.any():
             r.imag[zero_b] = b[zero_b]
+            # the standard: expm1(±0 + 0j) is +0 + 0j (and, by conjugation, ±0 - 0j gives
+            # +0 - 0j); the formula above would give expm1(-0) = -0 for the real part
+            r.real[zero_b & (a == 0)] = 0
     return r
 
 
