@@ -34,12 +34,14 @@ class _ExportHolder:
     def __init__(self, a: np.ndarray, storage: Storage) -> None:
         self.__array_interface__ = a.__array_interface__
         self._keep = a
-        storage.begin_escape()
+        self._storage: Storage | None = None
+        storage.begin_escape()  # may raise (a failed launch): then no escape began
         self._storage = storage
 
     def __del__(self) -> None:
         # cheaper than weakref.finalize, and runs as soon as the last view dies
-        self._storage.end_escape()
+        if self._storage is not None:
+            self._storage.end_escape()
 
 
 class HostPtrArray:
@@ -268,14 +270,16 @@ class HostPtrArray:
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
-        if t is slice or t is int or (t is tuple and all(type(k) in _BASIC for k in key)):
-            # basic indexing: numpy answers with a view (or a scalar for a full integer index)
+        if t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key)):
+            # basic indexing: numpy answers with a view, which reads nothing (no acquire),
+            # or a scalar for a full integer index, which reads the element
             s = self._s
-            if s.host_stale:
-                s.sync_for_host_read()
             r = self._a[key]
             if type(r) is np.ndarray:
                 return _new(r, s, self._device)
+            if s.host_stale:
+                s.sync_for_host_read()
+                r = self._a[key]
             return wrap(np.asarray(r), self._device)
         key = _numpy_key(key)
         r = self._host()[key]

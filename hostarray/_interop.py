@@ -767,6 +767,12 @@ def format_array(x: HostPtrArray, spec: str) -> str:
 
 # -- numpy's ndarray methods ---------------------------------------------------------------
 
+def _ha() -> Any:
+    import hostarray
+
+    return hostarray
+
+
 def _shape_args(args: tuple[Any, ...]) -> Any:
     """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` mean the same (as in numpy)."""
     return args[0] if len(args) == 1 else args
@@ -797,8 +803,11 @@ def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:
 
 
 _METHODS: dict[str, Callable[..., Any]] = {
-    "reshape": lambda x, *shape, **kw: np.reshape(x, _shape_args(shape), **kw),
-    "transpose": lambda x, *axes: np.transpose(x, _shape_args(axes) if axes else None),
+    # views read nothing: through the namespace, which makes them without an acquire
+    "reshape": lambda x, *shape, **kw: np.reshape(x, _shape_args(shape), **kw) if kw
+    else _ha().reshape(x, _shape_args(shape)),
+    "transpose": lambda x, *axes: _ha().permute_dims(
+        x, tuple(_shape_args(axes)) if axes and axes != (None,) else tuple(range(x.ndim))[::-1]),
     "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
     "flatten": lambda x: wrap(x._host().flatten(), x._device),
     "astype": lambda x, dtype, *a, **kw: np.astype(x, dtype, *a, **kw)

@@ -108,11 +108,14 @@ def view_offset(x: HostPtrArray, dev: Device, what: str = "the array") -> int:
     """Byte offset of ``x`` in its storage's buffer, checked for a device to use that part
     (``x`` one contiguous range, starting on the device's sub-buffer alignment,
     :attr:`~hostarray.Device.alignment`); raises :class:`NotHostBacked` or
-    :class:`Refused` (``"alignment"``).  ``what`` names ``x`` in messages."""
+    :class:`Refused` (``"alignment"``; ``"size"`` for zero bytes).  ``what`` names ``x`` in
+    messages."""
     a, s = x._a, x._s
+    if not a.size:  # zero bytes: no buffer range (and never the whole buffer)
+        raise Refused(dev, Refusal("size", size=0, limit=dev.max_alloc))
     if not a.flags.c_contiguous:
         raise NotHostBacked(id(x), f"{what} is a non-contiguous view, not one buffer range")
-    off = (address_of(a) - s.address) if a.size else 0
+    off = address_of(a) - s.address
     if off % dev.alignment:
         k = dev.alignment // a.itemsize or 1
         raise Refused(dev, Refusal(

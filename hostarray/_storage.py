@@ -10,6 +10,8 @@ objects with ``publish()``, ``acquire()`` and ``release()`` (see
 
 from __future__ import annotations
 
+import array
+import ctypes
 import mmap
 import sys
 import threading
@@ -86,12 +88,24 @@ class UserMemory:
         if not _REFCOUNTS_WORK:
             return True
         obj: Any = self.array
-        while obj is not None:
-            # self.array or the child's .base, the local name, getrefcount's argument
+        while True:
+            # self.array or the child's .base / .obj, the local name, getrefcount's argument
             if sys.getrefcount(obj) > 3:
                 return True
-            obj = obj.base if isinstance(obj, np.ndarray) else None
-        return False
+            if isinstance(obj, np.ndarray):
+                if obj.base is None:
+                    return False  # numpy's own memory, held by nobody else
+                obj = obj.base
+            elif isinstance(obj, memoryview):
+                obj = obj.obj
+            else:
+                # the owner of the memory, held by nobody else if it is a plain buffer type;
+                # any other owner (a DLPack capsule's manager...) may be reachable from the
+                # user's side in ways reference counts don't show: assume it is
+                return not isinstance(obj, _PLAIN_OWNERS)
+
+
+_PLAIN_OWNERS = (bytes, bytearray, mmap.mmap, array.array, ctypes.Array)
 
 
 def _check_refcounts() -> bool:

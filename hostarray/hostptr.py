@@ -275,6 +275,7 @@ class _RawUse:
         if access not in ("r", "w", "rw"):
             raise ValueError(f"access must be 'r', 'w' or 'rw', not {access!r}")
         self.x, self.dev, self.access = x, dev, access
+        self.held_newest = False
 
     def __enter__(self) -> Any:
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
@@ -283,13 +284,15 @@ class _RawUse:
         if "w" in self.access and not a.flags.writeable:
             raise BadLaunch("cl_buffer", f"the array is read-only but access {self.access!r} "
                                          f"lets the device write it; use access='r'")
-        buf = ensure_buffer(x, dev)
         with s.lock:
+            buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
             # write-only skips the publish only when the whole storage is overwritten
             if "r" in self.access or a.nbytes != s.nbytes:
                 s.prepare_device_read(dev, writes="w" in self.access)
             else:
                 s.prepare_device_write(dev)
+            # whether the buffer holds the newest data when the block starts (see __exit__)
+            self.held_newest = s.coh.is_current(dev)
         return buf.handle(off, a.nbytes)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -297,9 +300,12 @@ class _RawUse:
 
         s = self.x._s
         marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
-        if exc_type is not None and "w" in self.access:
-            # the block raised: what it enqueued may have written part of the buffer, or
-            # nothing (its bytes are then uninitialised): the host keeps its data
+        if exc_type is not None and "w" in self.access and not self.held_newest:
+            # the block raised over a buffer that held no valid data (a write-only use
+            # skips the publish): what it enqueued is partial at best, and the rest is
+            # uninitialised, so the host keeps its data.  Where the buffer held the newest
+            # data, what the block enqueued before raising is kept, as on a shared link,
+            # where it lands in host memory anyway.
             s.discard_raw_use(self.dev, marker)
             return
         with s.lock:
@@ -312,6 +318,13 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     Use as a context manager; enqueue on :func:`queue` inside it.  On entry
     the host's writes are published (``access`` ``"r"``/``"rw"``); on exit the
     device is recorded as reader or writer, so the host acquires lazily.
+
+    If the block raises, the work it enqueued is waited for.  Where the buffer
+    held the newest data on entry (``"r"``, ``"rw"``, or a write-only use of
+    part of the array), what it wrote is kept, as a launch's would be.  A
+    write-only use of the whole array (no publish on entry) leaves the array
+    as it was on a mapped or copied link; on a shared link the device works
+    on the host bytes, so what the block wrote before raising is there.
 
     Examples
     --------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import operator
 import re
 import threading
 from collections import deque
@@ -207,6 +208,30 @@ class _Run:
 
 
 _REPORT_LOCK = threading.Lock()
+
+
+def _scalar(value: Any, dtype: np.dtype) -> Any:
+    """``value`` as a scalar of ``dtype``, or ``TypeError``/``OverflowError``: never
+    numpy's silent wrap-around (``np.int32(np.int64(2**40))`` is 0)."""
+    if isinstance(value, (bool, np.bool_)) or value is None or \
+            isinstance(value, (str, bytes, complex, np.complexfloating)):
+        if isinstance(value, (bool, np.bool_)) and dtype.kind in "iub":
+            return dtype.type(bool(value))
+        raise TypeError(f"{value!r} is not a {dtype.name} value")
+    if dtype.kind in "iu":
+        if isinstance(value, (float, np.floating)):
+            if not float(value).is_integer():
+                raise TypeError(f"{value!r} is not an integer; round it first")
+            value = int(value)
+        n = operator.index(value)
+        info = np.iinfo(dtype)
+        if not info.min <= n <= info.max:
+            raise OverflowError(f"{n} is out of range [{info.min}, {info.max}]")
+        return dtype.type(n)
+    f = float(value)  # ints, floats, numpy scalars (TypeError for anything else)
+    if np.isfinite(f) and abs(f) > float(np.finfo(dtype).max):
+        raise OverflowError(f"{value!r} is out of range for {dtype.name}")
+    return dtype.type(f)
 
 
 class Launch:
@@ -431,6 +456,11 @@ class Kernel:
             raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
                                        f"kernels take 1 to 3: flatten the index space")
         gs = tuple(int(g) for g in gs)
+        top = 2 ** int(self.device._cl_device.address_bits)
+        if any(g >= top for g in gs):  # a size_t of the device; refused before publishing
+            raise self._refuse(f"global size {gs} does not fit the device's "
+                               f"{top.bit_length() - 1}-bit size_t", limit=top - 1,
+                               requested=gs)
         reqd = self._reqd
         if local_size is None:
             if reqd is None:
@@ -486,6 +516,14 @@ class Kernel:
             if kind == "buffer":
                 mode = info
                 if isinstance(arg, Access):
+                    if mode == READ and arg.mode == WRITE:
+                        # write-only skips the publish: the kernel would read stale bytes,
+                        # and the host would take them back as the array's new contents
+                        raise self._refuse(
+                            f"argument {aname!r} is declared const: the kernel reads it and "
+                            f"can't write it, so ha.write() (no publish before the launch) "
+                            f"would hand it stale bytes; pass the array itself or ha.read(x)",
+                            argument=aname)
                     mode, arg = arg.mode, arg.array
                 if not isinstance(arg, HostPtrArray):
                     raise BadLaunch(self.name, f"argument {aname!r} is a pointer: pass a "
@@ -540,9 +578,10 @@ class Kernel:
                     raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
                                                f"hostarray can't pass; use a scalar or pointer")
                 try:
-                    values.append(t(arg))
+                    values.append(_scalar(arg, np.dtype(t)))
                 except (TypeError, ValueError, OverflowError) as e:
-                    raise BadLaunch(self.name, f"argument {aname!r} needs a {info}: {e}") from None
+                    raise self._refuse(f"argument {aname!r} needs a {info}: {e}",
+                                       argument=aname, declared=info) from None
         if local_bytes + self._static_local > self._local_limit:
             # checked here: a driver may abort the process instead of refusing (PoCL does)
             asked = " plus ".join(
@@ -554,10 +593,12 @@ class Kernel:
                                f"pyopencl.LocalMemory sizes or shrink the kernel's __local "
                                f"arrays", limit=self._local_limit,
                                requested=local_bytes + self._static_local)
-        values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
-                  for v in values]
         storages = [u[:3] for u in uses.values()]
         with locked(u[0] for u in storages):  # one global lock order: no deadlock
+            # buffers looked up (created on first use) under the locks: another thread's
+            # free_buffer can't drop one between here and the enqueue
+            values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
+                      for v in values]
             for s, reads, writes in storages:
                 if reads:
                     s.prepare_device_read(dev, writes=writes)

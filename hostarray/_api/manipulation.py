@@ -135,7 +135,7 @@ def permute_dims(x: HostPtrArray, /, axes: tuple[int, ...]) -> HostPtrArray:
     >>> ha.permute_dims(ha.zeros((2, 3, 4)), (-1, 0, 1)).shape
     (4, 2, 3)
     """
-    return _view(x, np.transpose(host(x), axes))
+    return _view(x, np.transpose(x._a, axes))  # a view reads nothing: no acquire
 
 
 def repeat(x: HostPtrArray, repeats: int | HostPtrArray, /, *,
@@ -167,11 +167,13 @@ def reshape(x: HostPtrArray, /, shape: tuple[int, ...], *,
     HostPtrArray([[0, 1, 2],
                   [3, 4, 5]], dtype=int64)
     """
-    a = host(x)
-    if copy:
-        return result(np.reshape(a, shape, copy=True), dev_of(x))
-    r = np.reshape(a, shape, copy=copy)
-    return _same_memory_view(x, r)
+    if not copy:
+        try:  # a view reads nothing: no acquire
+            return _view(x, np.reshape(x._a, shape, copy=False))
+        except ValueError:
+            if copy is False:
+                raise
+    return result(np.reshape(host(x), shape, copy=True), dev_of(x))
 
 
 def roll(x: HostPtrArray, /, shift: int | tuple[int, ...], *,
