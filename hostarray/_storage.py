@@ -143,7 +143,7 @@ class Storage:
     """
 
     __slots__ = ("base", "_lock", "coh", "buffers", "host_stale", "host_exclusive",
-                 "user", "__weakref__")
+                 "user", "unreported", "__weakref__")
 
     def __init__(self, base: np.ndarray, user: UserMemory | None = None) -> None:
         # Every array operation makes a Storage for its result: the lock and the
@@ -157,6 +157,8 @@ class Storage:
         self.host_exclusive = True
         # memory the user handed in and may still write (an escape while they hold it)
         self.user = user
+        # failed launches met with another failure: raised at the next host accesses
+        self.unreported: list[Any] = []
 
     @classmethod
     def over_user_memory(cls, a: np.ndarray) -> Storage:
@@ -209,8 +211,15 @@ class Storage:
     # -- device buffers ------------------------------------------------------------
     def _mirror(self) -> None:
         c = self.coh
-        self.host_stale = c.host_stale
-        self.host_exclusive = c.host_exclusive
+        # failures still to report send every host access down the slow path
+        self.host_stale = c.host_stale or bool(self.unreported)
+        self.host_exclusive = c.host_exclusive and not self.unreported
+
+    def _report_pending(self) -> None:
+        """Raise the next failed launch not reported yet (one per host access)."""
+        tokens, self.unreported = self.unreported, []
+        self._mirror()
+        self._raise_if_failed(tokens, None)
 
     def add_buffer(self, key: Hashable, buffer: Any) -> None:
         """Record ``buffer`` as this storage's copy on device ``key``."""
@@ -294,10 +303,13 @@ class Storage:
         # a kernel's failure first: after a fault some drivers fail every later command,
         # and answer for any event with the fault's status (NVIDIA: -9999)
         failed.sort(key=lambda t: getattr(t, "kernel", None) is None)
-        for t in failed:
+        for i, t in enumerate(failed):
             claim = getattr(t, "claim_report", None)
             if claim is not None and not claim():
                 continue  # raised already (Launch.wait or another array of the launch)
+            # one error at a time: the other failed launches at the next host accesses
+            self.unreported.extend(f for f in failed[i + 1:] if hasattr(f, "claim_report"))
+            self._mirror()
             device = getattr(t, "device", None) or key or where.get(id(t), "the device")
             kernel = getattr(t, "kernel", None)
             what = None if kernel else "a transfer or raw pyopencl command"
@@ -307,6 +319,8 @@ class Storage:
     def sync_for_host_read(self) -> None:
         """Make the host current (acquire from a current device if needed)."""
         with self.lock:
+            if self.unreported:
+                self._report_pending()
             if self.coh is not None:
                 key = self.coh.source_for_host()
                 if key is not None:
@@ -332,6 +346,8 @@ class Storage:
         coh = self.coh
         if coh is None or self.host_exclusive:
             return 0
+        if self.unreported:
+            self._report_pending()
         self._wait_for(coh.hazards_for_host_write())
         if coh.host_stale:
             if whole:

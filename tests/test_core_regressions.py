@@ -223,3 +223,34 @@ def test_a_buffer_dropped_on_an_idle_queue_is_released_at_once(prg) -> None:
     assert tmp.tolist()[:2] == [1.0, 1.0]
     del tmp
     assert rt.graveyard == []
+
+
+# -- every failed launch is reported by a host access, once ------------------------------------
+def test_two_failed_launches_on_one_array_are_each_reported_once(prg, cl_device) -> None:
+    import pyopencl as cl
+
+    q = hostptr.queue(cl_device)
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    prg.add(64, x, 0.0)
+    np.asarray(x, copy=True)
+    gate = cl.UserEvent(q.context)
+    marker = cl.enqueue_marker(q, wait_for=[gate])
+    launches = [prg.add(64, x, 1.0), prg.add(64, x, 10.0)]
+    gate.set_status(-5)  # the in-order queue fails both launches behind the marker
+    try:
+        raised = []
+        for _ in range(4):
+            try:
+                np.asarray(x, copy=True)
+            except hostptr.LaunchFailed as e:
+                raised.append(e.kernel)
+        failed = [int(launch.event.command_execution_status) < 0 for launch in launches]
+        assert len(raised) == sum(failed) >= 1, (raised, failed)
+        assert set(raised) == {"add"}
+        for launch in launches:  # reported by the host accesses: wait() does not raise again
+            launch.wait()
+    finally:
+        _KEEP.append((gate, marker))  # PoCL aborts if these die while it fails the queue
+
+
+_KEEP: list = []
