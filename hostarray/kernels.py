@@ -286,6 +286,9 @@ class Launch:
                 raise LaunchFailed(run.device, status, kernel=run.kernel) from None
         finally:
             self._keep = []
+            # the queue ran up to here: launches done before let go of their memory, and
+            # buffers that died while they ran are released if nothing runs any more
+            _after_device_sync(run.device)
 
     @property
     def done(self) -> bool:
