@@ -444,6 +444,9 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
         result = getattr(ufunc, method)(*args, **kwargs)
     else:
         inputs = tuple(_evaluate_callbacks(v) for v in inputs)
+        for k in _UFUNC_READS:  # where=, initial=: callbacks run before any lock too
+            if k in kwargs:
+                kwargs[k] = _evaluate_callbacks(kwargs[k])
         storages = _storages_in(inputs, [o._s for o in written])
         others = len(kwargs) > ("out" in kwargs)  # keywords besides out=
         if others:
