@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math as _math
 
-from . import hostptr
+from . import errors, hostptr
 from ._api import creation as _creation_module
 from ._api import data_types as _data_types_module
 from ._api import elementwise as _elementwise_module
@@ -77,7 +77,8 @@ def __getattr__(name: str):  # kernels import pyopencl: load them on first use
 
 __all__ = ["HostPtrArray", "Device", "Stats", "Program", "Kernel", "Launch", "read", "write",
            "readwrite", "asarray", "empty", "zeros", "device", "devices", "default_device",
-           "stats", "reset_stats", "hostptr", "bool", "int8", "int16", "int32", "int64", "uint8",
+           "stats", "reset_stats", "errors", "hostptr",
+           "bool", "int8", "int16", "int32", "int64", "uint8",
            "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128",
            "from_dlpack"]
 __all__ += ["__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi",

@@ -48,7 +48,7 @@ def device_report() -> dict[str, Any]:
     """
     import hostarray as ha
 
-    from ._errors import HostPtrError
+    from .errors import HostPtrError
 
     try:
         default: Any = ha.default_device()
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     0
     """
     args = _parser().parse_args(argv)
-    from ._errors import HostPtrError
+    from .errors import HostPtrError
 
     try:
         return args.func(args)

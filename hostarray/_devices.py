@@ -12,8 +12,8 @@ import re
 import threading
 from typing import Any
 
-from ._errors import DeviceUnavailable, InvalidDevice, UnknownFramework
 from ._storage import PAGE_SIZE
+from .errors import DeviceUnavailable, InvalidDevice, UnknownFramework
 
 __all__ = ["Device", "HOST", "device", "devices", "default_device", "left_out_devices"]
 

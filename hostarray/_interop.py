@@ -26,8 +26,8 @@ import numpy as np
 from ._array import HostPtrArray, _view, aligned_copy, host_view, wrap
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
-from ._errors import HostPtrError
 from ._storage import HostWrite, Storage, aligned_empty, host_writes, locked
+from .errors import HostPtrError
 
 __all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "array_function",
            "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",

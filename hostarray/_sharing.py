@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._devices import Device
-from ._errors import HostPtrError, NotHostBacked, Refusal, Refused
 from ._storage import Storage, address_of
+from .errors import HostPtrError, NotHostBacked, Refusal, Refused
 
 if TYPE_CHECKING:
     from ._array import HostPtrArray

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ._coherence import Coherence
-from ._errors import LaunchFailed
 from ._stats import COUNTERS
+from .errors import LaunchFailed
 
 __all__ = ["PAGE_SIZE", "PAD", "Storage", "HostWrite", "UserMemory", "aligned_empty",
            "address_of", "host_writes"]

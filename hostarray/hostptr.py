@@ -6,8 +6,10 @@ operations publish and acquire on their own.  It is there to attach eagerly
 (and see refusals early), to ask how a buffer relates to host memory, and
 to force or discard synchronisation.
 
-Every error is a :class:`HostPtrError` that carries its data; a refused call
-changes nothing.
+Every error is a :class:`~hostarray.errors.HostPtrError` that carries its data; a
+refused call changes nothing.  The errors live in :mod:`hostarray.errors`; this module
+re-exports them under the same names (the same objects: ``hostptr.Refused is
+errors.Refused``).
 """
 
 from __future__ import annotations
@@ -17,34 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import errors
 from ._devices import Device
 from ._devices import device as _parse_device
-from ._errors import (
-    BadLaunch,
-    BufferExists,
-    BuildFailed,
-    DeviceUnavailable,
-    HostPtrError,
-    InvalidDevice,
-    LaunchFailed,
-    NotHostBacked,
-    Refusal,
-    Refused,
-    UnknownFramework,
-    error_message,
-    refusal_message,
-)
 from ._sharing import check_memory, check_storage, ensure_buffer, view_offset
+from .errors import *  # noqa: F403 - the errors, re-exported under their names
+from .errors import BadLaunch, BufferExists, NotHostBacked
 
 if TYPE_CHECKING:
     from ._array import HostPtrArray
 
+# the functions of this module, then every name of hostarray.errors (one list, kept there)
 __all__ = ["attach", "install", "of_numpy", "host_link", "HostLink", "publish_host_writes",
-           "acquire_device_writes", "free_buffer", "queue", "cl_buffer",
-           "HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
-           "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
-           "LaunchFailed",
-           "refusal_message", "error_message"]
+           "acquire_device_writes", "free_buffer", "queue", "cl_buffer", *errors.__all__]
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,11 @@ from ._array import HostPtrArray
 from ._devices import Device
 from ._devices import device as _parse_device
 from ._devices import devices as _devices
-from ._errors import BadLaunch, DeviceUnavailable, LaunchFailed
 from ._sharing import check_storage, ensure_buffer, view_offset
 from ._stats import COUNTERS
 from ._storage import AFTER_DEVICE_SYNC, locked
 from .backends.opencl import build_program
+from .errors import BadLaunch, DeviceUnavailable, LaunchFailed
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
 

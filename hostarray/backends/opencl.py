@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .._errors import BuildFailed, Refusal, Refused
 from .._storage import PAGE_SIZE, address_of, aligned_empty
+from ..errors import BuildFailed, Refusal, Refused
 
 __all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program"]
 

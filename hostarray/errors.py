@@ -1,0 +1,427 @@
+"""hostarray's typed errors, as :mod:`numpy.exceptions` is for numpy.
+
+Import them from here (``from hostarray.errors import Refused``, or
+``ha.errors.Refused``); :mod:`hostarray.hostptr` re-exports the same objects
+under the same names (``hostptr.Refused is errors.Refused``).
+
+Every error derives from :class:`HostPtrError` and from the builtin exception
+that says what kind of fault it is, so ``except ValueError`` catches a refused
+argument whether numpy or hostarray refused it:
+
+=====================  ================  =========================================
+error                  builtin base      raised when
+=====================  ================  =========================================
+``HostPtrError``       ``Exception``     (the base class)
+``Refused``            ``ValueError``    a device can't use this memory
+``UnknownFramework``   ``ValueError``    a device string names no backend
+``NotHostBacked``      ``ValueError``    memory that is not one contiguous range
+``BufferExists``       ``ValueError``    the array already has a buffer there
+``InvalidDevice``      ``ValueError``    a device string that names no device here
+``DeviceUnavailable``  ``RuntimeError``  a device that exists but does not work
+``BuildFailed``        ``RuntimeError``  an OpenCL program that does not compile
+``BadLaunch``          ``TypeError``     a launch with arguments it can't take
+``LaunchFailed``       ``RuntimeError``  the device reported a launch as failed
+=====================  ================  =========================================
+
+Each error carries the data that explains it as attributes, and builds its own
+message: ``str(e)`` is one sentence that says what was wrong and what to do
+next.  ``Refused`` carries a :class:`Refusal` whose ``kind`` is one of
+``"device_type"``, ``"alignment"``, ``"size"`` or ``"backend"``.  Every error
+pickles with its data.
+
+Examples
+--------
+>>> import numpy as np, hostarray as ha
+>>> a = np.frombuffer(bytearray(65), np.float32, count=16, offset=1)  # 1 byte off
+>>> try:
+...     ha.hostptr.of_numpy(ha.device("opencl"), a)
+... except ValueError as e:  # a hostarray.errors.Refused
+...     print(type(e).__name__, e.reason.kind)
+Refused alignment
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
+           "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
+           "LaunchFailed", "refusal_message", "error_message"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a backend refused a host-pointer buffer; ``str(r)`` says so in one sentence.
+
+    Attributes
+    ----------
+    kind : str
+        ``"device_type"``, ``"alignment"``, ``"size"`` or ``"backend"``.
+    address, required : int or None
+        For ``"alignment"``: the host address and the alignment (bytes) it misses.
+    size, limit : int or None
+        For ``"size"``: the requested bytes and the device's limit (0 bytes is refused too).
+    code, text : int/str or None
+        For ``"backend"``: the driver's error code and text.  For ``"alignment"``, a
+        ``text`` replaces the message (a view inside a buffer says where it may start).
+    device_type : str or None
+        For ``"device_type"``: the type of the device that can't use host memory.
+
+    Examples
+    --------
+    >>> from hostarray.errors import Refusal
+    >>> str(Refusal("size", size=0, limit=1024)).startswith("zero bytes")
+    True
+    """
+
+    kind: str
+    address: int | None = None
+    required: int | None = None
+    size: int | None = None
+    limit: int | None = None
+    code: int | None = None
+    text: str | None = None
+    device_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("device_type", "alignment", "size", "backend"):
+            raise ValueError(f"unknown refusal kind {self.kind!r}")
+
+    def __str__(self) -> str:
+        return getattr(self, f"_{self.kind}")()
+
+    def _alignment(self) -> str:
+        if self.text:  # a view inside a buffer: the text says where it may start instead
+            return f"{self.text}."
+        return (f"host memory at {self.address:#x} is not aligned to the device's "
+                f"{self.required} bytes; allocate with ha.empty(...) or "
+                f"ha.asarray(..., copy=True) for page-aligned storage.")
+
+    def _size(self) -> str:
+        if not self.size:
+            return ("zero bytes can't be shared with a device; give the array at least "
+                    "one element.")
+        return (f"{self.size} bytes exceed the device's largest allocation of "
+                f"{self.limit} bytes; split the array into chunks of at most that size.")
+
+    def _device_type(self) -> str:
+        return (f"a {self.device_type} device can't use host memory; pick an OpenCL "
+                f"device from ha.devices().")
+
+    def _backend(self) -> str:
+        return (f"the driver refused the buffer (error {self.code}: {self.text}); check the "
+                f"device with `hostarray devices`, or allow a copy with HOSTARRAY_LINK=copied.")
+
+
+def refusal_message(reason: Refusal) -> str:
+    """One sentence saying why a host-pointer buffer was refused and what to do:
+    ``str(reason)``.
+
+    Examples
+    --------
+    >>> from hostarray.errors import Refusal, refusal_message
+    >>> msg = refusal_message(Refusal("alignment", address=0x1004, required=128))
+    >>> "ha.empty(...)" in msg
+    True
+    """
+    return str(reason)
+
+
+class HostPtrError(Exception):
+    """Base class of hostarray's typed errors (derives from ``Exception`` only).
+
+    Each subclass also derives from the builtin exception of its kind (``ValueError``,
+    ``TypeError`` or ``RuntimeError``), keeps its data as attributes, pickles with them,
+    and builds its message in its own ``__str__``.
+    """
+
+
+class Refused(HostPtrError, ValueError):
+    """The backend refused a host-pointer buffer; the array is unchanged.
+
+    A ``ValueError``: the memory given is the wrong value for that device (misaligned,
+    empty, too large, or a device that can't use host memory at all).
+
+    Attributes
+    ----------
+    device : Device or str
+        The device that refused.
+    reason : Refusal
+        Why; ``reason.kind`` is ``"device_type"``, ``"alignment"``, ``"size"`` or
+        ``"backend"``.
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> from hostarray import hostptr
+    >>> try:
+    ...     hostptr.attach(ha.asarray(np.zeros(0)), ha.device("cpu"))
+    ... except hostptr.Refused as e:
+    ...     print(e.reason.kind)
+    device_type
+    """
+
+    def __init__(self, device: Any, reason: Refusal) -> None:
+        super().__init__(device, reason)
+        self.device = device
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.device} refused a host-pointer buffer: {self.reason}"
+
+
+class UnknownFramework(HostPtrError, ValueError):
+    """A device string names a framework hostarray has no backend for (a ``ValueError``).
+
+    Attributes
+    ----------
+    framework : str
+        The framework named (``"cuda"`` for ``"cuda:0"``).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> try:
+    ...     ha.device("cuda:0")
+    ... except ha.errors.UnknownFramework as e:
+    ...     print(e.framework)
+    cuda
+    """
+
+    def __init__(self, framework: str) -> None:
+        super().__init__(framework)
+        self.framework = framework
+
+    def __str__(self) -> str:
+        return (f"no backend for framework {self.framework!r}; use 'cpu' or 'opencl:P:D' "
+                f"(see `hostarray devices`).")
+
+
+class NotHostBacked(HostPtrError, ValueError):
+    """The array has no single host buffer to share.
+
+    A ``ValueError``, not a ``TypeError``: the argument is an array of the right type,
+    but its memory layout (strided or reversed, not one contiguous range) is a value the
+    device can't use; a contiguous copy of the same array is accepted.  numpy says
+    ``ValueError`` for a layout it can't use without a copy too (``copy=False``).
+
+    Attributes
+    ----------
+    array_id : int
+        ``id()`` of the array at fault.
+    why : str
+        What about its memory is wrong (may be empty).
+    """
+
+    def __init__(self, array_id: int, why: str = "") -> None:
+        super().__init__(array_id, why)
+        self.array_id = array_id
+        self.why = why
+
+    def __str__(self) -> str:
+        why = f" ({self.why})" if self.why else ""
+        return (f"array {self.array_id:#x} has no single host buffer to share{why}; make a "
+                f"contiguous copy with ha.asarray(x, copy=True).")
+
+
+class BufferExists(HostPtrError, ValueError):
+    """The array already has a buffer on that device.
+
+    A ``ValueError``, not a ``RuntimeError``: nothing failed; the call is refused for
+    its arguments (this array on this device), as :func:`hostarray.hostptr.install`
+    refuses other memory it can't take, and ``except ValueError`` around an attach
+    catches every refusal of the memory given.
+
+    Attributes
+    ----------
+    array_id : int
+        ``id()`` of the array.
+    device : Device or str
+        The device it already has a buffer on.
+    """
+
+    def __init__(self, array_id: int, device: Any) -> None:
+        super().__init__(array_id, device)
+        self.array_id = array_id
+        self.device = device
+
+    def __str__(self) -> str:
+        return (f"array {self.array_id:#x} already has a buffer on {self.device}; free it "
+                f"first with hostptr.free_buffer(x, device).")
+
+
+class InvalidDevice(HostPtrError, ValueError):
+    """A device string that does not parse, or names no device found here (a ``ValueError``).
+
+    Attributes
+    ----------
+    spec : Any
+        What was given as the device.
+    why : str
+        Why it names no device here.
+    """
+
+    def __init__(self, spec: Any, why: str) -> None:
+        super().__init__(spec, why)
+        self.spec = spec
+        self.why = why
+
+    def __str__(self) -> str:
+        return (f"{self.spec!r} is not a device here ({self.why}); use 'cpu', 'opencl' or "
+                f"'opencl:P:D' as listed by `hostarray devices`.")
+
+
+class DeviceUnavailable(HostPtrError, RuntimeError):
+    """A device that exists but does not work (failed its test build, or vanished).
+
+    A ``RuntimeError``: the name is right, the device fails at run time.
+
+    Attributes
+    ----------
+    device : Device or str
+        The device.
+    why : str
+        How it failed.
+    """
+
+    def __init__(self, device: Any, why: str) -> None:
+        super().__init__(device, why)
+        self.device = device
+        self.why = why
+
+    def __str__(self) -> str:
+        return (f"{self.device} does not work ({self.why}); pick another device from "
+                f"`hostarray devices`.")
+
+
+class BuildFailed(HostPtrError, RuntimeError):
+    """An OpenCL program failed to build (a ``RuntimeError``).
+
+    Attributes
+    ----------
+    device : Device or str
+        Where it was built.
+    log : str
+        The compiler's ``error:`` lines (the message quotes them).
+    full_log : str
+        The compiler's whole log.
+    """
+
+    def __init__(self, device: Any, log: str, full_log: str = "") -> None:
+        super().__init__(device, log)
+        self.device = device
+        self.log = log
+        self.full_log = full_log or log
+
+    def __str__(self) -> str:
+        return f"the OpenCL program failed to build on {self.device}; fix the source:\n{self.log}"
+
+
+class BadLaunch(HostPtrError, TypeError):
+    """A kernel was launched with arguments or sizes it can't take; nothing was published.
+
+    A ``TypeError``, as Python's for a call that does not match the callee's signature:
+    most refusals are a wrong number or kind of arguments for the kernel's declaration.
+    A refusal for a size above a device or kernel limit (work-group size, ``__local``
+    memory) would arguably be a ``ValueError``; it is the same one class all the same,
+    so that one ``except BadLaunch`` (or ``except TypeError``) catches every refused
+    launch, and ``e.limit`` / ``e.requested`` tell those apart.
+
+    Attributes
+    ----------
+    kernel, why : str
+        The kernel's name and what was wrong.
+    argument : str or None
+        The argument at fault, where one is.
+    declared : str or None
+        The argument's declared OpenCL type (a type mismatch).
+    dtype : numpy.dtype or None
+        The array's element type (a type mismatch).
+    limit, requested : Any
+        The device's or kernel's limit and what the launch asked for (sizes, bytes).
+    """
+
+    def __init__(self, kernel: str, why: str, *, argument: str | None = None,
+                 declared: str | None = None, dtype: Any = None, limit: Any = None,
+                 requested: Any = None) -> None:
+        super().__init__(kernel, why)
+        self.kernel = kernel
+        self.why = why
+        self.argument = argument
+        self.declared = declared
+        self.dtype = dtype
+        self.limit = limit
+        self.requested = requested
+
+    def __str__(self) -> str:
+        return f"kernel {self.kernel!r} can't be launched: {self.why}"
+
+
+class LaunchFailed(HostPtrError, RuntimeError):
+    """The device reported a launch (or a transfer) as failed (a ``RuntimeError``).
+
+    Raised once per failed launch, by whichever comes first: the first host
+    access to an array the launch used, or ``launch.wait()``.  The arrays
+    then hold whatever the device left (the failed launch's writes may be
+    missing or partial) and work normally again.
+
+    Attributes
+    ----------
+    device : Device or str
+        Where it failed, named as ``str(device)`` gives it (``opencl:P:D``).
+    status : int
+        The failed command's own OpenCL execution status (negative).
+    what : str
+        ``"kernel 'NAME'"`` for a kernel launch, otherwise what failed.
+    kernel : str or None
+        The kernel's name, for a kernel launch.
+
+    Examples
+    --------
+    >>> from hostarray.errors import LaunchFailed
+    >>> e = LaunchFailed("opencl:0:0", -5, kernel="add")
+    >>> e.status, e.kernel, e.what
+    (-5, 'add', "kernel 'add'")
+    """
+
+    # what common negative execution statuses mean
+    STATUS_NAMES = {
+        -1: "the driver gives no reason; PoCL reports it for a command whose dependency "
+            "failed",
+        -4: "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+        -5: "CL_OUT_OF_RESOURCES, what GPU drivers report for a faulting kernel",
+        -6: "CL_OUT_OF_HOST_MEMORY",
+        -14: "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+        -9999: "NVIDIA: an illegal memory access",
+    }
+
+    def __init__(self, device: Any, status: int, what: str | None = None,
+                 kernel: str | None = None) -> None:
+        if what is None:
+            what = f"kernel {kernel!r}" if kernel else "a launch"
+        super().__init__(device, status, what, kernel)
+        self.device = device
+        self.status = status
+        self.what = what
+        self.kernel = kernel
+
+    def __str__(self) -> str:
+        meaning = self.STATUS_NAMES.get(self.status)
+        status = f"{self.status}: {meaning}" if meaning else str(self.status)
+        return (f"{self.what} failed on {self.device} (OpenCL status {status}); its writes "
+                f"are missing or partial: check the kernel (an out-of-bounds access shows "
+                f"under Oclgrind) and launch again.")
+
+
+def error_message(err: BaseException) -> str:
+    """One sentence that says what went wrong and what to do next: ``str(err)``
+    (each error builds its own message).
+
+    Examples
+    --------
+    >>> from hostarray.errors import UnknownFramework, error_message
+    >>> print(error_message(UnknownFramework("cuda")))
+    no backend for framework 'cuda'; use 'cpu' or 'opencl:P:D' (see `hostarray devices`).
+    """
+    return str(err)
