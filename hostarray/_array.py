@@ -62,6 +62,9 @@ class HostPtrArray:
 
     __slots__ = ("_a", "_s", "_device", "__weakref__")
     __array_priority__ = 30  # numpy defers binary operators to us
+    _a: np.ndarray  # the elements: a numpy view over the storage
+    _s: Storage  # the memory and its coherence state
+    _device: Device  # the device the array is attached to
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("HostPtrArray is not constructed directly; use ha.asarray, "
@@ -381,7 +384,7 @@ def _storage_for(a: np.ndarray) -> tuple[Storage, np.ndarray]:
         s = base._storage
         return s, _sharing.view_within(s, a, _writeable(a, s))
     new = Storage.over_user_memory(a)
-    iface = new.user.__array_interface__  # computed once, for both questions below
+    iface = new.user.__array_interface__  # type: ignore[union-attr]  # computed once, for both questions below
     addr = iface["data"][0]
     lo, hi = _sharing.extent(addr, a.shape, iface["strides"], a.itemsize)
     s = _sharing.find_range(lo, hi)
