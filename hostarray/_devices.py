@@ -155,7 +155,7 @@ def _type_name(bits: int) -> str:
 
     names = [n for n in ("GPU", "CPU", "ACCELERATOR", "CUSTOM")
              if bits & getattr(cl.device_type, n)]
-    return " | ".join(names) or cl.device_type.to_string(bits)
+    return " | ".join(names) or cl.device_type.to_string(bits)  # type: ignore[operator]
 
 
 def devices() -> tuple[Device, ...]:

@@ -237,11 +237,11 @@ def _write_spec(func: Any) -> _WriteSpec | None:
             first = q
     writes: list[tuple[_Param, bool, Any]] = []
     for name in _WRITE_NAMES:
-        q = params.get(name)
-        if q is None and var_keyword:
-            q = _Param(name, None, True)  # forwarded through **kwargs (e.g. np.clip's)
-        if q is not None:
-            writes.append((q, name != "output", None))  # recursive_fill_fields: some fields
+        w = params.get(name)
+        if w is None and var_keyword:
+            w = _Param(name, None, True)  # forwarded through **kwargs (e.g. np.clip's)
+        if w is not None:
+            writes.append((w, name != "output", None))  # recursive_fill_fields: some fields
     target = _IN_PLACE.get(func)
     if target is not None and target in params:
         writes.append((params[target], False, None))
@@ -534,8 +534,8 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
     such as ``np.put``, ``x`` of ``np.nan_to_num(x, copy=False)`` ..., by position or
     keyword: see :func:`written_arguments`) are written in host write transactions,
     entered after every other argument was read under the written storages' locks."""
-    for t in types:
-        if not issubclass(t, (HostPtrArray, np.ndarray)):
+    for tp in types:
+        if not issubclass(tp, (HostPtrArray, np.ndarray)):
             return NotImplemented
     routed = _namespace_route(func, args, kwargs)
     if routed is not None:

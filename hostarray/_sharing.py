@@ -210,7 +210,7 @@ def register(s: Storage, lo: int | None = None, hi: int | None = None) -> None:
             _ENTRIES[:] = live
             _STARTS[:] = [e[0] for e in live]
             _DEAD[0] = 0
-        ref = weakref.ref(s, lambda r, key=key: _died(key, r))
+        ref = weakref.ref(s, lambda r, key=key: _died(key, r))  # type: ignore[misc]
         i = bisect.bisect_right(_STARTS, lo)
         _STARTS.insert(i, lo)
         _ENTRIES.insert(i, (lo, hi, ref))

@@ -15,7 +15,7 @@ import ctypes
 import mmap
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -130,7 +130,8 @@ _REFCOUNTS_WORK = _check_refcounts()
 
 
 _LOCK_CREATION = threading.Lock()
-_NO_BUFFERS: Mapping[Hashable, Any] = MappingProxyType({})  # shared, read-only
+# shared and read-only; typed as the dict that replaces it before any buffer is added
+_NO_BUFFERS: dict[Hashable, Any] = MappingProxyType({})  # type: ignore[assignment]
 
 
 class Storage:
@@ -150,8 +151,10 @@ class Storage:
         # buffer dict are created only when a device or a thread needs them.
         self.base = base
         self._lock: threading.RLock | None = None
-        self.coh: Coherence | None = None  # created on the first device buffer
-        self.buffers: Mapping[Hashable, Any] = _NO_BUFFERS
+        # created on the first device buffer (or escape); typed without ``None``: every
+        # method using it is reached only once a buffer exists or tests for ``None`` first
+        self.coh: Coherence = None  # type: ignore[assignment]
+        self.buffers: dict[Hashable, Any] = _NO_BUFFERS
         # Mirrors of the coherence flags, read without the lock on every access.
         self.host_stale = False
         self.host_exclusive = True

@@ -305,7 +305,7 @@ def measure_attach(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[st
         def cla_to_device_used(_: Any) -> Any:
             import pyopencl.array as cla
             d = cla.to_device(q, host)
-            env.raw["touch"](q, (1,), None, d.data, env.out1_raw).wait()
+            env.raw["touch"](q, (1,), None, d.data, env.out1_raw).wait()  # type: ignore[arg-type]
             return d
 
         def free(obj: Any) -> None:
@@ -388,13 +388,14 @@ def measure_roundtrip(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict
 
         def cla_trip(_: Any) -> float:
             d.set(src)
-            env.raw["axpb"](q, (n,), None, d.data, np.float32(2), np.float32(1))
+            env.raw["axpb"](q, (n,), None, d.data,  # type: ignore[arg-type]
+                            np.float32(2), np.float32(1))
             d.get(ary=h)
             return float(h[-1])
 
         times["cla set/get"] = _median(cla_trip, repeat)
         correct["cla set/get"] = bool(np.array_equal(h, 2 * src + 1))
-        d = h = None
+        d = h = None  # type: ignore[assignment]
         gc.collect()
         return {"size": nbytes, "times": times, "correct": correct, "ha_stats": counters}
 
@@ -437,7 +438,7 @@ def measure_sync(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str,
         times["copy pageable H->D"] = _median(h2d(pageable), repeat)
         times["copy pageable D->H"] = _median(d2h(pageable), repeat)
         pinned.base.release(q).wait()
-        pinned = pageable = None
+        pinned = pageable = None  # type: ignore[assignment]
         pin.release()
         dbuf.release()
         gc.collect()
@@ -683,12 +684,12 @@ def run_checks(env: _Env, nbytes: int = 4 * MiB) -> dict[str, Any]:
     env.prg.fill(n, ha.write(x), 2.0)  # the device holds 2, the host's 1 is stale
     x[...] = 3.0  # a whole overwrite: the stale device data is dead, nothing acquired
     ha.reset_stats()
-    cl.enqueue_map_buffer = spy
+    cl.enqueue_map_buffer = spy  # type: ignore[attr-defined]
     try:
         env.prg.axpb(n, x, 1.0, 1.0)  # publishes x, then x = x + 1 on the device
         env.finish()
     finally:
-        cl.enqueue_map_buffer = real_map
+        cl.enqueue_map_buffer = real_map  # type: ignore[attr-defined]
     s = ha.stats()
     inv = int(cl.map_flags.WRITE_INVALIDATE_REGION)
     names = {int(cl.map_flags.READ): "READ", int(cl.map_flags.WRITE): "WRITE", inv:

@@ -89,7 +89,7 @@ def attach(x: HostPtrArray, device: Device | str) -> HostLink:
         if dev in s.buffers:
             raise BufferExists(id(x), dev)
         ensure_buffer(x, dev)
-    return host_link(x, dev)
+    return host_link(x, dev)  # type: ignore[return-value]  # not None: the buffer exists
 
 
 def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink:

@@ -384,12 +384,13 @@ class Kernel:
         # per pointer argument: (declared type, element dtypes it takes, or None: any)
         self._pointee: dict[int, tuple[str, frozenset[np.dtype] | None]] = {}
         cl_dev = self.device._cl_device
+        arg_info: Any = self._cl.get_arg_info  # pyopencl's stubs: object
         for i in range(n):
-            addr = self._cl.get_arg_info(i, cl.kernel_arg_info.ADDRESS_QUALIFIER)
-            tq = self._cl.get_arg_info(i, cl.kernel_arg_info.TYPE_QUALIFIER)
-            full = self._cl.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip()
+            addr = arg_info(i, cl.kernel_arg_info.ADDRESS_QUALIFIER)
+            tq = arg_info(i, cl.kernel_arg_info.TYPE_QUALIFIER)
+            full = arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip()
             tname = full.rstrip("*")
-            aname = self._cl.get_arg_info(i, cl.kernel_arg_info.NAME)
+            aname = arg_info(i, cl.kernel_arg_info.NAME)
             if addr in (cl.kernel_arg_address_qualifier.GLOBAL,
                         cl.kernel_arg_address_qualifier.CONSTANT):
                 const = bool(tq & cl.kernel_arg_type_qualifier.CONST) or \
@@ -407,7 +408,8 @@ class Kernel:
         self._spec = [(*a, *self._pointee.get(i, ("", None))) for i, a in enumerate(self.args)]
         # scalars declared: pyopencl packs them directly (about 6 us less per scalar and
         # launch than its untyped path, which tries one conversion after another)
-        self._cl.set_scalar_arg_dtypes([_SCALAR_TYPES.get(info) if kind == "scalar" else None
+        self._cl.set_scalar_arg_dtypes([_SCALAR_TYPES.get(info)  # type: ignore[arg-type]
+                                        if kind == "scalar" else None
                                         for _, kind, info in self.args])
         # the device's and the kernel's limits, checked before anything is published
         wg = cl.kernel_work_group_info
@@ -576,7 +578,7 @@ class Kernel:
                 if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
                     raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not "
                                                f"an array")
-                t = _SCALAR_TYPES.get(info)
+                t = _SCALAR_TYPES.get(info)  # type: ignore[arg-type]  # a scalar's type name
                 if t is None:
                     raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
                                                f"hostarray can't pass; use a scalar or pointer")
@@ -668,6 +670,7 @@ class Program:
 
     def __init__(self, source: str, device: Device | str | None = None,
                  options: Sequence[str] = ()) -> None:
+        dev: Device | None
         if device is None:
             dev = _parse_device(None)
             if dev.framework != "opencl":

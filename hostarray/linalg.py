@@ -262,7 +262,7 @@ def pinv(x: HostPtrArray, /, *, rtol: float | HostPtrArray | None = None) -> Hos
     if rtol is None:
         rtol = builtin_max(a.shape[-2:]) * np.finfo(a.dtype).eps
     elif isinstance(rtol, HostPtrArray):
-        rtol = host(rtol)
+        rtol = host(rtol)  # type: ignore[assignment]
     return result(npl.pinv(a, rtol=rtol), device_of(x))
 
 
@@ -359,6 +359,6 @@ def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None
     HostPtrArray(5., dtype=float64)
     """
     a = _float(host(x))
-    r = npl.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)
+    r = npl.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)  # type: ignore[arg-type]
     real = np.finfo(a.dtype).dtype  # the norm of a complex array is real, same precision
     return result(np.asarray(r).astype(real, copy=False), dev_of(x))

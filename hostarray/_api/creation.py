@@ -31,6 +31,13 @@ def _dtype(dtype: Any) -> np.dtype | None:
     return dt
 
 
+def _given_dtype(dtype: Any) -> np.dtype:
+    """:func:`_dtype` of a ``dtype`` that is not None."""
+    dt = np.dtype(dtype)
+    _check_dtype(dt)
+    return dt
+
+
 def _shape(shape: int | tuple[int, ...]) -> tuple[int, ...]:
     shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(n < 0 for n in shp):
@@ -149,7 +156,7 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     >>> ha.empty((2, 3)).shape
     (2, 3)
     """
-    dt = _dtype(np.float64 if dtype is None else dtype)
+    dt = _given_dtype(np.float64 if dtype is None else dtype)
     a = _aligned(_shape(shape), dt)
     return _new(a, Storage(a), _result_device(device))
 
@@ -164,7 +171,7 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     >>> print(ha.zeros(3))
     [0. 0. 0.]
     """
-    dt = _dtype(np.float64 if dtype is None else dtype)
+    dt = _given_dtype(np.float64 if dtype is None else dtype)
     shp = _shape(shape)
     a = _allocate(shp, dt, lambda: aligned_zeros(shp, dt))
     return _new(a, Storage(a), _result_device(device))
@@ -211,7 +218,7 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     >>> ha.full((2,), 7)
     HostPtrArray([7, 7], dtype=int64)
     """
-    dt = _scalar_dtype(fill_value) if dtype is None else _dtype(dtype)
+    dt = _scalar_dtype(fill_value) if dtype is None else _given_dtype(dtype)
     a = _aligned(_shape(shape), dt)
     a.fill(_fill_value(fill_value))
     return _new(a, Storage(a), _result_device(device))
@@ -313,7 +320,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     HostPtrArray([[0, 1, 0],
                   [0, 0, 1]], dtype=int8)
     """
-    dt = _dtype(np.float64 if dtype is None else dtype)
+    dt = _given_dtype(np.float64 if dtype is None else dtype)
     m = n_rows if n_cols is None else n_cols
     _shape((n_rows, m))
     a = _aligned((n_rows, m), dt)
@@ -354,7 +361,7 @@ def meshgrid(*arrays: HostPtrArray, indexing: str = "xy") -> tuple[HostPtrArray,
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
     dev = device_of(*arrays)
-    grids = np.meshgrid(*(host(a) for a in arrays), indexing=indexing)
+    grids = np.meshgrid(*(host(a) for a in arrays), indexing=indexing)  # type: ignore[call-overload]
     return tuple(wrap(g, dev) for g in grids)
 
 

@@ -64,4 +64,5 @@ def vecdot(x1: HostPtrArray, x2: HostPtrArray, /, *, axis: int = -1) -> HostPtrA
     HostPtrArray(32, dtype=int64)
     """
     dev = device_of(x1, x2)
-    return result(np.vecdot(host(x1), host(x2), axis=axis), dev)
+    # numpy's stubs omit the gufunc's axis keyword
+    return result(np.vecdot(host(x1), host(x2), axis=axis), dev)  # type: ignore[call-overload]

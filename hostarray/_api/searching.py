@@ -22,7 +22,8 @@ def argmax(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmax(ha.asarray([1, 5, 5]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(host(x).argmax(axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).argmax(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
+                  dev_of(x))
 
 
 def argmin(x: HostPtrArray, /, *, axis: int | None = None,
@@ -35,7 +36,8 @@ def argmin(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmin(ha.asarray([3, 1, 1]))
     HostPtrArray(1, dtype=int64)
     """
-    return result(host(x).argmin(axis=axis, keepdims=keepdims), dev_of(x))
+    return result(host(x).argmin(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
+                  dev_of(x))
 
 
 def count_nonzero(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from .._array import HostPtrArray
@@ -22,7 +24,7 @@ def argsort(x: HostPtrArray, /, *, axis: int = -1, descending: bool = False,
     HostPtrArray([0, 2, 3, 1], dtype=int64)
     """
     a = host(x)
-    kind = "stable" if stable else None
+    kind: Literal["stable"] | None = "stable" if stable else None
     if not descending:
         return result(np.argsort(a, axis=axis, kind=kind), dev_of(x))
     if a.ndim == 0:

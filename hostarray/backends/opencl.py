@@ -21,6 +21,7 @@ __all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program"]
 
 LINK_KINDS = ("shared", "mapped", "copied")
 
+_U8: Any = np.uint8  # element type of mapped views (pyopencl's stubs want a dtype object)
 _PROBE_SOURCE = ("__kernel void hostarray_probe(__global int *x) "
                  "{ x[get_global_id(0)] = 0x5eed + (int)get_global_id(0); }")
 # The host-pointer probe works on bytes, so that a pointer 1 byte off is no misaligned access
@@ -219,7 +220,7 @@ class DeviceRuntime:
         try:
             kernel(self.queue, (n,), None, buf)
             mapped, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, (n,),
-                                              np.uint8, is_blocking=True)
+                                              _U8, is_blocking=True)
             try:
                 same = address_of(mapped) == address_of(host)
                 ok = same and bool(np.array_equal(host, want))
@@ -276,7 +277,7 @@ class OpenCLBuffer:
             return ev, self.nbytes
         # Invalidate: the device's old contents are dead, never read them back.
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.WRITE_INVALIDATE_REGION,
-                                          0, (self.nbytes,), np.uint8, is_blocking=True)
+                                          0, (self.nbytes,), _U8, is_blocking=True)
         ev = self.runtime.last_event = mapped.base.release(q)
         return ev, (self.nbytes if self.link == "mapped" else 0)
 
@@ -286,7 +287,7 @@ class OpenCLBuffer:
             cl.enqueue_copy(q, self.host, self.buf, is_blocking=True)
             return self.nbytes
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, 0, (self.nbytes,),
-                                          np.uint8, is_blocking=True)
+                                          _U8, is_blocking=True)
         mapped.base.release(q).wait()
         return self.nbytes if self.link == "mapped" else 0
 
