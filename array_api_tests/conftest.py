@@ -1,7 +1,9 @@
-"""Settings of the conformance suite: hypothesis profiles, ``--thorough``, the OpenCL device.
+"""Settings of the conformance suite: hypothesis profiles, rejection report.
 
 The default profile keeps the whole suite to a few minutes on two cores (CI). ``--thorough``
-or ``HOSTARRAY_THOROUGH=1`` draws ten times as many examples per test.
+or ``HOSTARRAY_THOROUGH=1`` draws ten times as many examples per test. The option, the
+``cl_device`` fixture and the ``HOSTARRAY_REQUIRE_DEVICE`` check are shared with ``tests/``
+in the repository's root ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
-
-import hostarray as ha
 
 FAST_EXAMPLES = 20
 THOROUGH_EXAMPLES = 10 * FAST_EXAMPLES
@@ -25,21 +25,16 @@ settings.register_profile("hostarray-fast", max_examples=FAST_EXAMPLES, **_COMMO
 settings.register_profile("hostarray-thorough", max_examples=THOROUGH_EXAMPLES, **_COMMON)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--thorough", action="store_true", default=False,
-                     help="array_api_tests: draw 10x more hypothesis examples per test "
-                          "(also HOSTARRAY_THOROUGH=1)")
-
-
-def thorough(config: pytest.Config) -> bool:
-    return bool(config.getoption("--thorough")) or os.environ.get("HOSTARRAY_THOROUGH") == "1"
+def _thorough(config: pytest.Config) -> bool:
+    # the root conftest folds HOSTARRAY_THOROUGH=1 into the option
+    return bool(config.getoption("thorough"))
 
 
 def _suite_settings(config: pytest.Config) -> settings:
     # An explicit --hypothesis-profile on the command line wins.
     if config.getoption("hypothesis_profile", None):
         return settings()
-    return settings.get_profile("hostarray-thorough" if thorough(config)
+    return settings.get_profile("hostarray-thorough" if _thorough(config)
                                 else "hostarray-fast")
 
 
@@ -59,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    mode = "thorough" if thorough(config) else "fast"
+    mode = "thorough" if _thorough(config) else "fast"
     where = os.environ.get("HOSTARRAY_SUITE_DEVICE") or "cpu"
     return [f"array_api_tests: {mode} mode, {_suite_settings(config).max_examples} examples "
             f"per test, differential inputs on {where}"]
@@ -73,14 +68,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
                                         f"{REJECT_SHARE:.0%} of the inputs of")
         for t in mostly:
             terminalreporter.write_line(f"{t}: {REJECTED[t]}/{CALLS[t]} rejected")
-
-
-@pytest.fixture(scope="session")
-def cl_device() -> ha.Device:
-    """The first working OpenCL device (the suite's real device; no mocks)."""
-    devs = [d for d in ha.devices() if d.framework == "opencl"]
-    if not devs:
-        if os.environ.get("HOSTARRAY_REQUIRE_DEVICE") == "1":
-            pytest.fail("no working OpenCL device (HOSTARRAY_REQUIRE_DEVICE=1)")
-        pytest.skip("no working OpenCL device")
-    return devs[0]

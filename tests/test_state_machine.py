@@ -5,7 +5,6 @@ free, every observed value compared with a plain-numpy model."""
 from __future__ import annotations
 
 import gc
-import os
 
 import numpy as np
 import pytest
@@ -168,9 +167,8 @@ class CoherenceMachine(RuleBasedStateMachine):
         gc.collect()
 
 
-def test_state_machine(cl_device: ha.Device) -> None:
+def test_state_machine(cl_device: ha.Device, thorough: bool) -> None:
     CoherenceMachine.device = cl_device
-    thorough = os.environ.get("HOSTARRAY_THOROUGH") == "1"
     run_state_machine_as_test(CoherenceMachine, settings=settings(
         max_examples=200 if thorough else 60, stateful_step_count=60 if thorough else 50,
         deadline=None, suppress_health_check=list(HealthCheck)))

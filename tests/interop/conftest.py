@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 
-def scipy_array_api_enabled() -> bool:
+def _scipy_array_api_enabled() -> bool:
     from scipy._lib._array_api import SCIPY_ARRAY_API
 
     return bool(SCIPY_ARRAY_API)
@@ -29,7 +29,7 @@ def scipy_array_api_enabled() -> bool:
 @pytest.fixture(scope="session")
 def scipy_array_api() -> None:
     """Fails (with the fix) if SciPy was imported before SCIPY_ARRAY_API=1 was set."""
-    if not scipy_array_api_enabled():
+    if not _scipy_array_api_enabled():
         pytest.fail("SciPy was imported before tests/interop/conftest.py set "
                     "SCIPY_ARRAY_API=1 (scipy already loaded: "
                     f"{'scipy' in sys.modules}); run with SCIPY_ARRAY_API=1 in the "

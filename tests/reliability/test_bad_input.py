@@ -23,7 +23,7 @@ import pytest
 import hostarray as ha
 from hostarray import hostptr
 
-from .conftest import (
+from ._support import (
     ROOT,
     driver_library,
     extra_drivers,

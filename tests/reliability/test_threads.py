@@ -13,7 +13,7 @@ import pytest
 
 import hostarray as ha
 
-from .conftest import SPIN_SRC
+from ._support import SPIN_SRC
 
 pytestmark = pytest.mark.device
 

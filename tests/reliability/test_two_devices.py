@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import driver_library, extra_drivers, run_python, system_icd_libraries, vendors_dir
+from ._support import driver_library, extra_drivers, run_python, system_icd_libraries, vendors_dir
 
 CODE = r"""
 import numpy as np, hostarray as ha

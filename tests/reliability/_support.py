@@ -1,8 +1,8 @@
-"""Reliability suite: switches and helpers shared by its tests.
+"""Helpers of the reliability suite, imported by its tests (fixtures: the root conftest.py).
 
-``--thorough`` (or ``HOSTARRAY_THOROUGH=1``) turns the state machine up to at
-least 10,000 steps and the lifetime loops up to 10,000 cycles; the default
-run is sized for CI (about a minute for the whole folder).
+``--thorough`` (or ``HOSTARRAY_THOROUGH=1``, the root ``conftest.py``'s ``thorough``
+fixture) turns the state machine up to at least 10,000 steps and the lifetime loops
+up to 10,000 cycles; the default run is sized for CI (about a minute for the whole folder).
 
 ``HOSTARRAY_OCL_EXTRA`` names a folder where CI installed the PyPI OpenCL
 drivers with ``pip install --no-deps --target DIR pocl-binary-distribution
@@ -26,24 +26,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    try:
-        parser.addoption("--thorough", action="store_true", default=False,
-                         help="hostarray reliability: >= 10,000 state-machine steps and cycles")
-    except ValueError:  # another conftest already added it
-        pass
-
-
-def is_thorough(config: pytest.Config) -> bool:
-    return bool(config.getoption("--thorough", default=False)) or \
-        os.environ.get("HOSTARRAY_THOROUGH") == "1"
-
-
-@pytest.fixture(scope="session")
-def thorough(request: pytest.FixtureRequest) -> bool:
-    return is_thorough(request.config)
 
 
 def live_cl_buffers() -> int:

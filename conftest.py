@@ -1,0 +1,69 @@
+"""Test plumbing shared by ``tests/`` and ``array_api_tests/`` (one place for each of these).
+
+* ``--thorough`` (or ``HOSTARRAY_THOROUGH=1``): the long modes: at least 10,000
+  state-machine steps and lifetime cycles in ``tests/reliability``, more examples in
+  ``tests/test_state_machine.py``, 10x the hypothesis examples in ``array_api_tests``.
+  The environment variable is folded into the option here, so every consumer reads
+  ``config.getoption("thorough")`` or the ``thorough`` fixture.
+* ``HOSTARRAY_REQUIRE_DEVICE=1`` (CI): the session exits at once (status 3) when no
+  working OpenCL device exists, so device tests can never silently skip.
+* ``cl_device``: the first working OpenCL device (the suite's real device; no mocks).
+
+Only fixtures and hooks live in conftest files; helpers that tests import live in
+``_support`` modules (``tests/reliability/_support.py``); ``tests/test_plumbing.py``
+checks both rules.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import hostarray as ha
+
+REQUIRE = os.environ.get("HOSTARRAY_REQUIRE_DEVICE") == "1"
+
+
+def _opencl_devices() -> list[ha.Device]:
+    return [d for d in ha.devices() if d.framework == "opencl"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--thorough", action="store_true", default=False,
+                     help="hostarray: long modes (>= 10,000 state-machine steps and cycles, "
+                          "10x the array_api_tests examples); also HOSTARRAY_THOROUGH=1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("HOSTARRAY_THOROUGH") == "1":
+        config.option.thorough = True
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if REQUIRE and not _opencl_devices():
+        pytest.exit("HOSTARRAY_REQUIRE_DEVICE=1 but no working OpenCL device was found "
+                    f"(left out: {ha._devices.left_out_devices()})", returncode=3)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    devs = _opencl_devices()
+    return [f"hostarray devices: {[f'{d} {d.name} link={d.link}' for d in devs]}",
+            f"HOSTARRAY_LINK={os.environ.get('HOSTARRAY_LINK', 'auto')}"]
+
+
+@pytest.fixture(scope="session")
+def thorough(request: pytest.FixtureRequest) -> bool:
+    """True under ``--thorough`` or ``HOSTARRAY_THOROUGH=1``."""
+    return bool(request.config.getoption("thorough"))
+
+
+@pytest.fixture(scope="session")
+def cl_device() -> ha.Device:
+    """The first working OpenCL device (the suite's real device; no mocks)."""
+    devs = _opencl_devices()
+    if not devs:
+        if REQUIRE:
+            pytest.fail("no working OpenCL device (HOSTARRAY_REQUIRE_DEVICE=1)")
+        pytest.skip("no working OpenCL device")
+    return devs[0]
