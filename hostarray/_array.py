@@ -40,19 +40,21 @@ class _ExportHolder:
     the last raw view died.
     """
 
-    __slots__ = ("__array_interface__", "_keep", "_storage")
+    __slots__ = ("__array_interface__", "_keep", "_storage", "_range")
 
     def __init__(self, a: np.ndarray, storage: Storage) -> None:
         self.__array_interface__ = a.__array_interface__
         self._keep = a
         self._storage: Storage | None = None
-        storage.begin_escape()  # may raise (a failed launch): then no escape began
+        # only the exported view's bytes escape; may raise (a failed launch): then no
+        # escape began
+        self._range = storage.begin_escape(a)
         self._storage = storage
 
     def __del__(self) -> None:
         # cheaper than weakref.finalize, and runs as soon as the last view dies
         if self._storage is not None:
-            self._storage.end_escape()
+            self._storage.end_escape(*self._range)
 
 
 class HostPtrArray:
@@ -198,21 +200,18 @@ class HostPtrArray:
         Internal: the view must not outlive the operation (it is not an escape)."""
         s = self._s
         if s.host_stale:
-            s.sync_for_host_read()
+            s.sync_for_host_read(self._a)
         return self._a
 
     def _writing(self, whole: bool = False) -> HostWrite:
         """A host write transaction: ``with x._writing() as a: a[...] = v``.
 
         ``whole``: the write overwrites every element of ``x`` with a value
-        evaluated beforehand, so stale device data need not be acquired (only
-        honoured when ``x`` covers its whole storage).  A write that raises
+        evaluated beforehand, so stale device data under ``x`` need not be
+        acquired (only honoured when ``x`` is contiguous: a broadcast or strided
+        view leaves gaps).  A write that raises
         leaves the newest data where it was (see :meth:`Storage.host_write`)."""
-        s, a = self._s, self._a
-        # a contiguous view as large as its storage covers all of it (a broadcast or
-        # sliding-window view of the same byte count does not)
-        whole = whole and a.nbytes == s.nbytes and (a.flags.c_contiguous or a.flags.f_contiguous)
-        return s.host_write(whole, a)
+        return _write_view(self._s, self._a, whole)
 
     def _covers_storage(self) -> bool:
         return self._a.nbytes == self._s.nbytes
@@ -402,7 +401,8 @@ class HostPtrArray:
             if type(r) is np.ndarray:
                 return _new(r, s, self._device)
             if s.host_stale:
-                s.sync_for_host_read()
+                # only the element's bytes: the same key with ``...`` gives its 0-d view
+                s.sync_for_host_read(self._a[(*key, ...) if t is tuple else (key, ...)])
                 r = self._a[key]
             return wrap(np.asarray(r), self._device)
         key = _numpy_key(key)
@@ -422,17 +422,21 @@ class HostPtrArray:
             # reading another array would take its lock out of the global order (a
             # deadlock with a launch using both)
             value = _host_values(value)
-        # the acquire is skipped for a whole overwrite only when the value can neither fail
+        # the acquire of the written bytes is skipped only when the value can neither fail
         # to convert half-way (an object array, a list) nor read this array late
-        whole = _is_whole(key) and (type(value) in _EVALUATED or isinstance(value, HostPtrArray)
+        whole = (type(value) in _EVALUATED or isinstance(value, HostPtrArray)
                                     or (isinstance(value, (np.ndarray, np.generic))
                                         and not value.dtype.hasobject))
         # both storages' locks in the one global order when the value is an array: its
         # read may acquire (another thread writing it from this array must not deadlock)
+        a = self._a
+        target = _basic_target(a, key)  # the bytes written, for the coherence record
+        if target is None:  # advanced indexing: somewhere under x, not all of it
+            whole, target = False, a
         with locked((self._s, value._s)) if isinstance(value, HostPtrArray) else self._s.lock:
             v = value._host() if isinstance(value, HostPtrArray) else value
-            with self._writing(whole) as a:
-                a[key] = v
+            with _write_view(self._s, target, whole):
+                a[key] = v  # numpy's own semantics of the key (not target[...] = v)
 
     # -- printing ---------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -537,7 +541,7 @@ def adopt(a: np.ndarray, device: Device, copy: bool | None,
                 raise error(f"the memory at {address_of(a):#x} can't be shared with {device} "
                             f"without a copy ({_sharing.why_copy(fault)}); pass copy=None to "
                             f"copy it into aligned storage")
-            s.sync_for_host_read()
+            s.sync_for_host_read(v)
             return wrap(aligned_copy(v), device)
     return _new(v, s, device)
 
@@ -582,13 +586,21 @@ def _numpy_key(key: Any) -> Any:
     return key
 
 
-def _is_whole(key: Any) -> bool:
-    """Whether an index key selects every element (``...``, ``:`` or ``()`` parts only)."""
-    if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
-        return True
-    if isinstance(key, tuple):
-        return all(k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in key)
-    return False
+def _basic_target(a: np.ndarray, key: Any) -> np.ndarray | None:
+    """The view of ``a`` that ``a[key] = v`` writes, for a basic index (integers,
+    slices, ``...``, ``None``); ``None`` for an advanced one (arrays, masks)."""
+    parts = key if type(key) is tuple else (key,)
+    if not all(type(k) in _BASIC for k in parts):
+        return None
+    if not any(k is Ellipsis for k in parts):
+        parts = (*parts, ...)  # a view even when every axis gets an integer
+    return a[parts]
+
+
+def _write_view(s: Storage, a: np.ndarray, whole: bool) -> HostWrite:
+    """The host write transaction of the bytes view ``a`` covers; ``whole`` (the value
+    evaluated beforehand) is kept only for a contiguous view, which has no gaps."""
+    return s.host_write(whole and (a.flags.c_contiguous or a.flags.f_contiguous), a)
 
 
 from . import _interop  # noqa: E402  (it builds on the names above; it also adds

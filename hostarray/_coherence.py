@@ -1,212 +1,353 @@
-"""Coherence state of one host allocation: who holds the newest bytes.
+"""Coherence state of one host allocation: which side holds the newest bytes of each range.
 
-Pure bookkeeping, no OpenCL: this module can be read and tested alone.
-Each side -- the host and every device with a buffer over the allocation --
-has a version number; a write on a side makes that side's version
-``latest + 1``; a side is *current* when its version equals ``latest``.
+Pure bookkeeping, no numpy and no OpenCL: this module can be read and tested alone
+(``tests/test_coherence_model.py`` checks it against a byte-level model).
 
-The methods come in two kinds.  ``plan_*``/``source_*``/``hazards_*`` say
-what must happen before an access (which device to acquire from, whether
-to publish, which in-flight launches to wait for); the past-tense methods
-(``acquired``, ``published``, ``host_written``, ``device_written`` ...)
-record that it happened.  The caller (:mod:`hostarray._storage`) performs
-the transfers and holds the lock.
+The allocation's bytes ``[0, size)`` are cut into *segments*; each segment records the
+set of *sides* holding its newest bytes: :data:`HOST` and the keys of devices with a
+buffer over the allocation (an interval map with AdaptiveCpp-style validity sets).
+A write on a side makes that side the only valid one for the written range; a transfer
+adds its destination.  Neighbouring segments with the same set are merged, so whole-array
+work keeps one segment (and one transfer per contiguous run).
 
-Device keys and launch tokens are opaque: any hashable for a key, any
-object for a token.  One rule is assumed of every backend: an acquire from
-a device completes every launch previously issued on that device (an
-in-order queue).
+Every rule of what must happen before an access lives here:
+
+* ``plan_*`` and ``hazards_*`` say what must happen (which ranges to acquire, from which
+  device; which ranges to publish; which in-flight launches to wait for);
+* the past-tense methods (``acquired``, ``published``, ``host_written``,
+  ``device_written`` ...) record that it happened.
+
+The caller (:mod:`hostarray._storage`) performs the transfers and holds the lock.
+Device keys and launch tokens are opaque: any hashable for a key, any object for a token.
+One rule is assumed of every backend: an acquire from a device completes every launch
+previously issued on that device (an in-order queue).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Hashable
 from typing import Any
 
-__all__ = ["Coherence"]
+__all__ = ["Coherence", "HOST", "Run"]
 
-_NEVER = -1  # version of a device buffer that has never received data
+
+class _Host:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "HOST"
+
+
+HOST: Hashable = _Host()
+"""The host's side key (devices use their own keys)."""
+
+Run = tuple[int, int, Hashable]
+"""``(lo, hi, device)``: bytes ``[lo, hi)`` to move from or to ``device``."""
+
+# an in-flight launch or transfer: (token, device key, lo, hi)
+_Flight = tuple[Any, Hashable, int, int]
+_HOST_ONLY = frozenset((HOST,))
+_COMPACT_AT = 8  # in-flight entries before the per-device compaction
 
 
 class Coherence:
-    """Versions per side and in-flight launches of one allocation.
+    """Validity per byte range, in-flight launches and escapes of one allocation.
 
     Examples
     --------
     >>> from hostarray._coherence import Coherence
-    >>> c = Coherence()
+    >>> c = Coherence(16)
     >>> c.add_device("gpu")
-    >>> c.plan_device_read("gpu")  # (acquire from, publish?)
-    (None, True)
-    >>> c.published("gpu"); c.device_written("gpu", token="launch-1")
-    >>> c.host_stale, c.source_for_host()
-    (True, 'gpu')
+    >>> c.plan_device_read("gpu", 0, 16)  # (acquires, publishes)
+    ([], [(0, 16, 'gpu')])
+    >>> c.published("gpu", 0, 16); c.device_written("gpu", 4, 8, token="launch-1")
+    >>> c.host_stale, c.plan_host_read(0, 16)
+    (True, [(4, 8, 'gpu')])
     """
 
-    __slots__ = ("latest", "host", "devices", "inflight", "escapes", "deferred_ends",
-                 "host_stale", "host_exclusive")
+    __slots__ = ("size", "_starts", "_valid", "devices", "inflight", "escapes",
+                 "deferred_ends", "host_stale", "host_exclusive")
 
-    def __init__(self) -> None:
-        self.latest = 0
-        self.host = 0
-        self.devices: dict[Hashable, int] = {}
-        # (token, device key, writes?) for every launch not yet known finished
-        self.inflight: list[tuple[Any, Hashable, bool]] = []
-        self.escapes = 0
-        self.deferred_ends = 0  # escapes that ended while another thread held the lock
+    def __init__(self, size: int) -> None:
+        self.size = size
+        # segment i is [_starts[i], _starts[i+1]) (the last ends at size); none if size 0
+        self._starts: list[int] = [0] if size else []
+        self._valid: list[frozenset[Hashable]] = [_HOST_ONLY] if size else []
+        self.devices: dict[Hashable, None] = {}  # insertion-ordered set of device keys
+        self.inflight: list[_Flight] = []
+        self.escapes: list[tuple[int, int]] = []  # ranges raw views may write, one per view
+        self.deferred_ends: list[tuple[int, int]] = []  # ends met while the lock was busy
         self.host_stale = False
         self.host_exclusive = True
 
-    # -- derived flags: the O(1) fast path of every host access ----------
-    def _refresh(self) -> None:
-        latest = self.latest
-        self.host_stale = self.host != latest
-        self.host_exclusive = (not self.host_stale and not self.inflight
-                               and all(v != latest for v in self.devices.values()))
+    # -- the interval map ------------------------------------------------------
+    def _clip(self, lo: int, hi: int) -> tuple[int, int]:
+        lo = max(0, lo)
+        return lo, max(lo, min(hi, self.size))
 
-    def current_devices(self) -> list[Hashable]:
-        """Devices whose copy holds the newest data."""
-        return [k for k, v in self.devices.items() if v == self.latest]
+    def _end(self, i: int) -> int:
+        return self._starts[i + 1] if i + 1 < len(self._starts) else self.size
 
-    # -- devices -------------------------------------------------------------
-    def add_device(self, key: Hashable) -> None:
-        """A buffer was created on ``key``; it holds nothing yet."""
-        self.devices.setdefault(key, _NEVER)
-        self._refresh()
+    def _cut(self, pos: int) -> int:
+        """Index of the segment starting at ``pos`` (splitting one if needed)."""
+        starts = self._starts
+        i = bisect_right(starts, pos) - 1
+        if starts[i] != pos:
+            i += 1
+            starts.insert(i, pos)
+            self._valid.insert(i, self._valid[i - 1])
+        return i
 
-    def must_acquire_before_forget(self, key: Hashable) -> bool:
-        """Whether freeing ``key``'s buffer would lose the newest data."""
-        return self.devices.get(key) == self.latest and self.host != self.latest
+    def _range(self, lo: int, hi: int) -> range:
+        """Indices of the segments exactly covering ``[lo, hi)`` (cut at both ends)."""
+        if lo >= hi:
+            return range(0)
+        i = self._cut(lo)
+        j = self._cut(hi) if hi < self.size else len(self._starts)
+        return range(i, j)
 
-    def forget_device(self, key: Hashable) -> None:
-        """``key``'s buffer is gone (its launches were waited for)."""
-        self.devices.pop(key, None)
-        self.inflight = [t for t in self.inflight if t[1] != key]
-        self._refresh()
+    def _segments(self, lo: int, hi: int) -> list[tuple[int, int, frozenset[Hashable]]]:
+        """``(lo, hi, valid)`` of the parts of ``[lo, hi)``, without cutting."""
+        lo, hi = self._clip(lo, hi)
+        if lo >= hi:
+            return []
+        starts, valid = self._starts, self._valid
+        i = bisect_right(starts, lo) - 1
+        out = []
+        while i < len(starts) and starts[i] < hi:
+            out.append((max(lo, starts[i]), min(hi, self._end(i)), valid[i]))
+            i += 1
+        return out
 
-    # -- host reads ------------------------------------------------------------
-    def source_for_host(self) -> Hashable | None:
-        """A current device to acquire from, or ``None`` if the host is current."""
-        if not self.host_stale:
-            return None
-        for k, v in self.devices.items():
-            if v == self.latest:
+    def _set(self, lo: int, hi: int, update: Any) -> None:
+        """``valid = update(valid)`` over ``[lo, hi)``, then merge equal neighbours."""
+        lo, hi = self._clip(lo, hi)
+        idx = self._range(lo, hi)
+        if not idx:
+            return
+        valid = self._valid
+        for i in idx:
+            valid[i] = update(valid[i])
+        self._merge(max(0, idx.start - 1), min(len(valid), idx.stop + 1))
+
+    def _merge(self, a: int, b: int) -> None:
+        starts, valid = self._starts, self._valid
+        i = max(a, 1)
+        while i < min(b, len(starts)):
+            if valid[i] == valid[i - 1]:
+                del starts[i], valid[i]
+                b -= 1
+            else:
+                i += 1
+
+    @staticmethod
+    def _runs(parts: list[tuple[int, int, Hashable]]) -> list[Run]:
+        """Adjacent parts with the same device merged into one run."""
+        out: list[Run] = []
+        for lo, hi, key in parts:
+            if out and out[-1][1] == lo and out[-1][2] == key:
+                out[-1] = (out[-1][0], hi, key)
+            else:
+                out.append((lo, hi, key))
+        return out
+
+    def _source(self, valid: frozenset[Hashable]) -> Hashable:
+        """A device holding a stale-on-host segment's newest bytes (first attached)."""
+        for k in self.devices:
+            if k in valid:
                 return k
         raise AssertionError("coherence: no side holds the newest data")
 
+    def _refresh(self) -> None:
+        valid = self._valid
+        self.host_stale = any(HOST not in v for v in valid)
+        self.host_exclusive = (not self.host_stale and not self.inflight
+                               and all(v == _HOST_ONLY for v in valid))
+
+    def validity(self) -> list[tuple[int, int, frozenset[Hashable]]]:
+        """``(lo, hi, sides holding the newest bytes)`` of every segment (for tests)."""
+        return self._segments(0, self.size)
+
+    # -- devices ----------------------------------------------------------------
+    def add_device(self, key: Hashable) -> None:
+        """A buffer was created on ``key``; it holds nothing yet."""
+        self.devices.setdefault(key, None)
+        self._refresh()
+
+    def plan_forget(self, key: Hashable) -> list[Run]:
+        """Ranges to acquire from ``key`` before its buffer may go (only it and other
+        devices hold them newest, never the host)."""
+        return self._runs([(lo, hi, key) for lo, hi, v in self._segments(0, self.size)
+                           if key in v and HOST not in v])
+
+    def forget_device(self, key: Hashable) -> None:
+        """``key``'s buffer is gone (its launches were waited for, its newest ranges
+        acquired)."""
+        self.devices.pop(key, None)
+        self.inflight = [f for f in self.inflight if f[1] != key]
+        self._set(0, self.size, lambda v: v - {key} if key in v else v)
+        self._refresh()
+
+    def is_current(self, key: Hashable, lo: int = 0, hi: int | None = None) -> bool:
+        """Whether ``key`` holds the newest bytes of all of ``[lo, hi)`` (default: all)."""
+        return all(key in v for _, _, v in self._segments(lo, self.size if hi is None else hi))
+
+    # -- host reads ---------------------------------------------------------------
+    def plan_host_read(self, lo: int, hi: int) -> list[Run]:
+        """Ranges of ``[lo, hi)`` to acquire (and from which device) before the host
+        reads them.  In-flight launches that only read need no wait."""
+        return self._runs([(a, b, self._source(v)) for a, b, v in self._segments(lo, hi)
+                           if HOST not in v])
+
+    def plan_explicit_acquire(self, key: Hashable) -> list[Run]:
+        """Ranges to acquire from ``key`` for ``acquire_device_writes``: those the host
+        lacks and ``key`` holds newest."""
+        return self._runs([(a, b, key) for a, b, v in self._segments(0, self.size)
+                           if HOST not in v and key in v])
+
     def launches_on(self, key: Hashable) -> list[Any]:
         """Tokens of ``key``'s launches (and transfers) not yet known finished."""
-        return [t[0] for t in self.inflight if t[1] == key]
+        return [f[0] for f in self.inflight if f[1] == key]
 
-    def is_current(self, key: Hashable) -> bool:
-        """Whether ``key``'s copy holds the newest data."""
-        return self.devices.get(key, _NEVER) == self.latest
-
-    def acquired(self, key: Hashable) -> None:
-        """The host now holds ``key``'s data; ``key``'s launches are finished."""
-        self.host = self.devices[key]
-        self.inflight = [t for t in self.inflight if t[1] != key]
+    def acquired(self, key: Hashable, lo: int, hi: int) -> None:
+        """The host now holds ``key``'s bytes ``[lo, hi)``; ``key``'s launches are done."""
+        if any(key not in v for _, _, v in self._segments(lo, hi)):
+            raise AssertionError("coherence: acquire from a device not holding the newest data")
+        self._set(lo, hi, lambda v: v | _HOST_ONLY)
+        self.inflight = [f for f in self.inflight if f[1] != key]
         self._refresh()
 
-    # -- host writes -------------------------------------------------------------
-    def hazards_for_host_write(self) -> list[Any]:
-        """Launches to wait for before the host may write (read or write them)."""
-        return [t[0] for t in self.inflight]
+    # -- host writes --------------------------------------------------------------------
+    def hazards_for_host_write(self, lo: int, hi: int) -> list[Any]:
+        """Launches to wait for before the host writes ``[lo, hi)`` (they read or write it)."""
+        return [f[0] for f in self.inflight if f[2] < hi and lo < f[3]]
 
-    def host_written(self) -> None:
-        """The host writes (its hazards were waited for, stale data acquired)."""
-        self.inflight.clear()
-        self.latest += 1
-        self.host = self.latest
+    def plan_host_write(self, lo: int, hi: int, overwrites: bool) -> list[Run]:
+        """Ranges to acquire before the host writes ``[lo, hi)``: none when the write
+        ``overwrites`` every byte with a value evaluated beforehand."""
+        return [] if overwrites else self.plan_host_read(lo, hi)
+
+    def host_written(self, lo: int, hi: int) -> None:
+        """The host wrote ``[lo, hi)`` (hazards waited for, stale bytes acquired)."""
+        self.inflight = [f for f in self.inflight if not (f[2] < hi and lo < f[3])]
+        self._set(lo, hi, lambda v: _HOST_ONLY)
         self._refresh()
 
-    def host_write_failed(self, skipped_acquire: bool) -> None:
-        """A host write raised part-way.
+    def host_write_failed(self, lo: int, hi: int, skipped_acquire: bool) -> None:
+        """A host write of ``[lo, hi)`` raised part-way (numpy leaves what it wrote).
 
-        If the acquire was skipped (a whole overwrite), the host's bytes were
-        never current: the devices keep the newest data, nothing is recorded.
-        Otherwise the host may hold part of the write: it becomes the newest.
+        Where the host held the newest bytes it may now hold part of the write: it
+        becomes the newest there.  Where its acquire was skipped (a whole overwrite)
+        the host's bytes were never current: the devices keep the newest data there.
         """
-        if not skipped_acquire:
-            self.host_written()
+        if skipped_acquire:
+            self.host_may_have_written(lo, hi)
+        else:
+            self.host_written(lo, hi)
 
-    # -- raw exports ----------------------------------------------------------------
-    def escape_begins(self) -> None:
-        """A raw numpy view was handed out: the host may write at any time."""
-        self.escapes += 1
-        self.host_written()
+    def is_host_current(self, lo: int, hi: int) -> bool:
+        """Whether the host holds the newest bytes of all of ``[lo, hi)``."""
+        return all(HOST in v for _, _, v in self._segments(lo, hi))
 
-    def escape_ends(self) -> None:
-        """The last reference to a raw view died; it may have written."""
-        self.escapes -= 1
-        self.host_may_have_written()
+    # -- raw exports ------------------------------------------------------------------------
+    def escape_begins(self, lo: int, hi: int) -> None:
+        """A raw view of ``[lo, hi)`` was handed out (its bytes acquired, its hazards
+        waited for): the host may write there at any time."""
+        self.escapes.append((lo, hi))
+        self.host_written(lo, hi)
 
-    def host_may_have_written(self) -> None:
-        """A raw view may have written: devices are stale, launches stay tracked."""
-        if not self.host_stale:
-            self.latest += 1
-            self.host = self.latest
-            self._refresh()
+    def escape_ends(self, lo: int, hi: int) -> None:
+        """A raw view of ``[lo, hi)`` died; it may have written."""
+        self.escapes.remove((lo, hi))
+        self.host_may_have_written(lo, hi)
+
+    def host_may_have_written(self, lo: int, hi: int) -> None:
+        """A raw view may have written ``[lo, hi)``: where the host holds the newest
+        bytes, devices become stale; launches stay tracked."""
+        self._set(lo, hi, lambda v: _HOST_ONLY if HOST in v else v)
+        self._refresh()
+
+    def raw_views_may_have_written(self) -> None:
+        """Before a launch: every range a live raw view covers may have been written."""
+        for lo, hi in self.escapes:
+            self.host_may_have_written(lo, hi)
 
     @property
     def escaped(self) -> bool:
         """Whether raw views that may write behind our back are alive."""
-        return self.escapes > 0
+        return bool(self.escapes)
 
-    # -- device reads and writes ---------------------------------------------------
-    def plan_device_read(self, key: Hashable) -> tuple[Hashable | None, bool]:
-        """``(acquire_from, publish)`` needed before a launch on ``key`` reads."""
-        if self.devices.get(key, _NEVER) == self.latest:
-            return None, False
-        return self.source_for_host(), True
+    # -- device reads and writes -------------------------------------------------------------
+    def plan_device_read(self, key: Hashable, lo: int, hi: int
+                         ) -> tuple[list[Run], list[Run]]:
+        """``(acquires, publishes)`` needed before a launch on ``key`` reads ``[lo, hi)``:
+        what ``key`` lacks is published from the host, acquired there first where the
+        host lacks it too."""
+        parts = [(a, b, v) for a, b, v in self._segments(lo, hi) if key not in v]
+        acquires = self._runs([(a, b, self._source(v)) for a, b, v in parts if HOST not in v])
+        return acquires, self._runs([(a, b, key) for a, b, _ in parts])
 
-    def hazards_for_device_write(self, key: Hashable) -> list[Any]:
-        """Launches on *other* devices to wait for before a launch on ``key`` writes.
-
-        ``key``'s own queue is in order; another device's queue is not ordered
-        against it, so its launches that read (or write) the data must be done."""
-        return [t[0] for t in self.inflight if t[1] != key]
+    def hazards_for_device_write(self, key: Hashable, lo: int, hi: int) -> list[Any]:
+        """Launches on *other* devices to wait for before a launch on ``key`` writes
+        ``[lo, hi)``: ``key``'s own queue is in order, another device's is not ordered
+        against it."""
+        return [f[0] for f in self.inflight if f[1] != key and f[2] < hi and lo < f[3]]
 
     def device_invalidated(self, key: Hashable) -> None:
-        """``key``'s copy may hold bytes nobody asked for (raw work that raised):
-        it holds no version until the next publish.  Its launches were waited for."""
-        if key in self.devices and not (self.devices[key] == self.latest
-                                        and self.host_stale):
-            self.devices[key] = _NEVER
-        self.inflight = [t for t in self.inflight if t[1] != key]
+        """``key``'s copy may hold bytes nobody asked for (raw work that raised): it
+        holds nothing trusted where the host has the newest bytes.  Its launches were
+        waited for."""
+        self._set(0, self.size, lambda v: v - {key} if key in v and HOST in v else v)
+        self.inflight = [f for f in self.inflight if f[1] != key]
         self._refresh()
 
-    def published(self, key: Hashable, token: Any = None) -> None:
-        """The host's data was made visible on ``key``.
+    def published(self, key: Hashable, lo: int, hi: int, token: Any = None) -> None:
+        """The host's bytes ``[lo, hi)`` were made visible on ``key``.
 
-        ``token`` is the transfer still reading host memory, if any: a host
-        write must wait for it like for a launch that reads.
+        ``token`` is the transfer still reading host memory, if any: a host write
+        there must wait for it like for a launch that reads.
         """
-        if self.host_stale:
+        if any(HOST not in v for _, _, v in self._segments(lo, hi)):
             raise AssertionError("coherence: publish from a stale host")
-        self.devices[key] = self.host
+        self._set(lo, hi, lambda v: v | {key})
         if token is not None:
-            self.inflight.append((token, key, False))
+            self._launched(token, key, lo, hi)
         self._refresh()
 
-    def device_read_launched(self, key: Hashable, token: Any) -> None:
-        """A launch on ``key`` reads the data (write-after-read hazard)."""
-        self.inflight.append((token, key, False))
+    def device_read_launched(self, key: Hashable, lo: int, hi: int, token: Any) -> None:
+        """A launch on ``key`` reads ``[lo, hi)`` (a write-after-read hazard)."""
+        self._launched(token, key, lo, hi)
         self._refresh()
 
-    def device_written(self, key: Hashable, token: Any) -> None:
-        """A launch on ``key`` writes: ``key`` becomes the only current side."""
-        self.latest += 1
-        self.devices[key] = self.latest
-        self.inflight.append((token, key, True))
+    def device_written(self, key: Hashable, lo: int, hi: int, token: Any) -> None:
+        """A launch on ``key`` writes ``[lo, hi)``: ``key`` is the only side holding it."""
+        only = frozenset((key,))
+        self._set(lo, hi, lambda v: only)
+        self._launched(token, key, lo, hi)
         self._refresh()
+
+    def _launched(self, token: Any, key: Hashable, lo: int, hi: int) -> None:
+        inflight = self.inflight
+        inflight.append((token, key, lo, hi))
+        if len(inflight) > _COMPACT_AT:
+            # A device's queue is in order: its newest token covers the older ones, over
+            # the union of their ranges.  Without this, an array only ever read by
+            # kernels (never waited for) collects one token per launch.
+            merged: dict[Hashable, _Flight] = {}
+            for t, k, a, b in inflight:
+                old = merged.get(k)
+                merged[k] = (t, k, a, b) if old is None else (t, k, min(a, old[2]),
+                                                            max(b, old[3]))
+            self.inflight = list(merged.values())
 
     def drop_launches(self, tokens: list[Any]) -> None:
         """Forget ``tokens`` (launches that failed: reported once, not waited for again)."""
-        self.inflight = [t for t in self.inflight if all(t[0] is not d for d in tokens)]
+        self.inflight = [f for f in self.inflight if all(f[0] is not d for d in tokens)]
         self._refresh()
 
     def __repr__(self) -> str:
-        devs = ", ".join(f"{k}={v}" for k, v in self.devices.items())
-        return (f"Coherence(latest={self.latest}, host={self.host}, {devs or 'no devices'}, "
-                f"inflight={len(self.inflight)}, escapes={self.escapes})")
+        segs = ", ".join(f"[{a},{b}):{'+'.join(sorted(map(str, v))) or '-'}"
+                         for a, b, v in self.validity())
+        return (f"Coherence(size={self.size}, {segs or 'empty'}, "
+                f"inflight={len(self.inflight)}, escapes={len(self.escapes)})")

@@ -3,8 +3,9 @@
 An array and all its views share one ``Storage``.  It owns (or borrows) the
 numpy memory, the device buffers created over it, the lock and the
 coherence state, and it performs the transfers that
-:class:`~hostarray._coherence.Coherence` plans.  Device buffers are opaque
-objects with ``publish()``, ``acquire()`` and ``release()`` (see
+:class:`~hostarray._coherence.Coherence` plans, range by range (every rule of
+what moves, and when, lives there).  Device buffers are opaque objects with
+``publish(lo, hi)``, ``acquire(lo, hi)`` and ``release()`` (see
 :mod:`hostarray.backends`), so this module needs numpy only.
 """
 
@@ -22,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ._coherence import Coherence
+from ._coherence import Coherence, Run
 from ._stats import COUNTERS
 from .errors import LaunchFailed
 
 __all__ = ["PAGE_SIZE", "PAD", "Storage", "HostWrite", "UserMemory", "aligned_empty",
-           "address_of", "host_writes"]
+           "address_of", "byte_bounds", "host_writes"]
 
 PAGE_SIZE = mmap.PAGESIZE
 # Called with a device key after the host acquired from that device (so every launch
@@ -39,6 +40,20 @@ PAD = 64  # allocations are padded to a multiple of a cache line
 def address_of(a: np.ndarray) -> int:
     """Address of the first byte of ``a``."""
     return a.__array_interface__["data"][0]
+
+
+def byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    """``(first, end)`` addresses of the bytes ``a`` covers (empty for zero elements)."""
+    lo = address_of(a)
+    if not a.size:
+        return lo, lo
+    hi = lo + a.itemsize
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += st * (n - 1)
+        else:
+            hi += st * (n - 1)
+    return lo, hi
 
 
 def aligned_empty(nbytes: int) -> np.ndarray:
@@ -170,9 +185,9 @@ class Storage:
         return cls(np.asarray(user), user)
 
     def _new_coherence(self) -> Coherence:
-        coh = self.coh = Coherence()
+        coh = self.coh = Coherence(self.base.nbytes)
         if self.user is not None:
-            coh.escape_begins()  # the user's own array may be written at any time
+            coh.escape_begins(0, coh.size)  # the user's own array may be written at any time
         return coh
 
     def _check_foreign(self) -> None:
@@ -180,7 +195,7 @@ class Storage:
         user = self.user
         if user is not None and self.coh is not None and not user.alive():
             self.user = None
-            self.coh.escape_ends()
+            self.coh.escape_ends(0, self.coh.size)
 
     @property
     def lock(self) -> threading.RLock:
@@ -201,6 +216,14 @@ class Storage:
     @property
     def address(self) -> int:
         return address_of(self.base)
+
+    def byte_range(self, view: np.ndarray | None) -> tuple[int, int]:
+        """``[lo, hi)``: the bytes of the allocation ``view`` covers (all for ``None``)."""
+        if view is None:
+            return 0, self.base.nbytes
+        lo, hi = byte_bounds(view)
+        base = self.address
+        return lo - base, hi - base
 
     def contiguous_bytes(self) -> np.ndarray | None:
         """The allocation as one ``uint8`` array, or ``None`` if it is not one range."""
@@ -242,10 +265,11 @@ class Storage:
             if buf is None:
                 return False
             coh = self.coh
-            if coh.must_acquire_before_forget(key):
-                self._acquire_from(key)
+            runs = coh.plan_forget(key)
+            if runs:
+                self._acquire(runs)  # finishes key's launches too (an in-order queue)
             else:
-                self._wait_for([t for t, k, _ in coh.inflight if k == key])
+                self._wait_for(coh.launches_on(key))
             del self.buffers[key]
             coh.forget_device(key)
             self._mirror()
@@ -253,27 +277,31 @@ class Storage:
         return True
 
     # -- transfers -------------------------------------------------------------------
-    def _acquire_from(self, key: Hashable) -> None:
-        launches = self.coh.launches_on(key)
-        if any(_status(t) > 0 for t in launches):
-            COUNTERS.add(waits=1)  # the acquire blocks until these launches finish
-        try:
-            moved = self.buffers[key].acquire()
-        except Exception:
-            # a launch that failed explains a failed transfer (NVIDIA refuses every
-            # command on a queue after a kernel fault): raise that, typed, once
+    def _acquire(self, runs: list[Run]) -> None:
+        """Acquire each run ``(lo, hi, device)`` (one transfer each)."""
+        for lo, hi, key in runs:
+            launches = self.coh.launches_on(key)
+            if any(_status(t) > 0 for t in launches):
+                COUNTERS.add(waits=1)  # the acquire blocks until these launches finish
+            try:
+                moved = self.buffers[key].acquire(lo, hi)
+            except Exception:
+                # a launch that failed explains a failed transfer (NVIDIA refuses every
+                # command on a queue after a kernel fault): raise that, typed, once
+                self._raise_if_failed(launches, key)
+                raise
+            self.coh.acquired(key, lo, hi)
+            COUNTERS.add(acquires=1, bytes_acquired=moved)
+            for hook in AFTER_DEVICE_SYNC:
+                hook(key)
             self._raise_if_failed(launches, key)
-            raise
-        self.coh.acquired(key)
-        COUNTERS.add(acquires=1, bytes_acquired=moved)
-        for hook in AFTER_DEVICE_SYNC:
-            hook(key)
-        self._raise_if_failed(launches, key)
 
-    def _publish_to(self, key: Hashable) -> None:
-        token, moved = self.buffers[key].publish()
-        self.coh.published(key, token)
-        COUNTERS.add(publishes=1, bytes_published=moved)
+    def _publish(self, runs: list[Run]) -> None:
+        """Publish each run ``(lo, hi, device)`` (one transfer each)."""
+        for lo, hi, key in runs:
+            token, moved = self.buffers[key].publish(lo, hi)
+            self.coh.published(key, lo, hi, token)
+            COUNTERS.add(publishes=1, bytes_published=moved)
 
     def _wait_for(self, tokens: list[Any]) -> None:
         if tokens:
@@ -300,7 +328,7 @@ class Storage:
         if not failed:
             return
         coh = self.coh
-        where = {id(t): k for t, k, _ in coh.inflight}
+        where = {id(f[0]): f[1] for f in coh.inflight}
         coh.drop_launches(failed)
         self._mirror()
         # a kernel's failure first: after a fault some drivers fail every later command,
@@ -319,77 +347,85 @@ class Storage:
             raise LaunchFailed(device, status(t), what, kernel)
 
     # -- the hooks every host access goes through ---------------------------------------
-    def sync_for_host_read(self) -> None:
-        """Make the host current (acquire from a current device if needed)."""
+    def sync_for_host_read(self, view: np.ndarray | None = None) -> None:
+        """Make the host current for the bytes ``view`` covers (all for ``None``):
+        acquire the stale ranges among them, and nothing else."""
         with self.lock:
             if self.unreported:
                 self._report_pending()
-            if self.coh is not None:
-                key = self.coh.source_for_host()
-                if key is not None:
-                    self._acquire_from(key)
+            coh = self.coh
+            if coh is not None and coh.host_stale:
+                runs = coh.plan_host_read(*self.byte_range(view))
+                if runs:
+                    self._acquire(runs)
                     self._mirror()
 
-    def host_write(self, whole: bool = False, view: Any = None) -> HostWrite:
-        """A host write as one transaction: ``with storage.host_write(whole): <write>``.
+    def host_write(self, whole: bool = False, view: np.ndarray | None = None) -> HostWrite:
+        """A host write of the bytes ``view`` covers (all for ``None``) as one
+        transaction: ``with storage.host_write(whole, view) as v: <write v>``.
 
         On entry (under the storage's lock, held to the end): wait for launches
-        that use the data, and acquire stale data unless ``whole``.  On a normal
-        exit the host becomes the only current side.  If the write raises, a
-        skipped acquire is not recorded as a write (the device keeps the newest
-        data; see :meth:`Coherence.host_write_failed`).
+        that use those bytes, and acquire their stale parts unless ``whole``.  On a
+        normal exit the host becomes the only side holding them.  If the write
+        raises, a skipped acquire is not recorded as a write (the device keeps the
+        newest data; see :meth:`Coherence.host_write_failed`).
 
         ``whole`` is the caller's promise that the write overwrites every byte
-        of the storage *and* that its value was fully evaluated beforehand
-        (nothing about the old contents can still be read by it)."""
+        ``view`` covers (a contiguous view) *and* that its value was fully
+        evaluated beforehand (nothing about the old contents can still be read
+        by it)."""
         return HostWrite(self, whole, view)
 
-    def _begin_host_write(self, whole: bool) -> int:
-        """0: nothing to record; 1: recorded on success; 2: acquire skipped."""
+    def _begin_host_write(self, w: HostWrite) -> None:
+        """Sets ``w.mode``: 0 nothing to record; 1 recorded on success; 2 acquire skipped."""
         coh = self.coh
         if coh is None or self.host_exclusive:
-            return 0
+            w.mode = 0
+            return
         if self.unreported:
             self._report_pending()
-        self._wait_for(coh.hazards_for_host_write())
-        if coh.host_stale:
-            if whole:
-                return 2
-            self._acquire_from(coh.source_for_host())
-        return 1
+        lo, hi = w.lo, w.hi = self.byte_range(w.view)
+        self._wait_for(coh.hazards_for_host_write(lo, hi))
+        runs = coh.plan_host_write(lo, hi, overwrites=w.whole)
+        if runs:
+            self._acquire(runs)
+        w.mode = 2 if w.whole and not coh.is_host_current(lo, hi) else 1
 
-    def _end_host_write(self, mode: int, ok: bool) -> None:
+    def _end_host_write(self, w: HostWrite, ok: bool) -> None:
         coh = self.coh
         if ok:
-            coh.host_written()
+            coh.host_written(w.lo, w.hi)
         else:
-            coh.host_write_failed(skipped_acquire=mode == 2)
+            coh.host_write_failed(w.lo, w.hi, skipped_acquire=w.mode == 2)
         self._mirror()
 
-    def begin_escape(self) -> None:
-        """A raw view that may be written behind our back is handed out."""
+    def begin_escape(self, view: np.ndarray | None = None) -> tuple[int, int]:
+        """A raw view of ``view``'s bytes (all for ``None``) that may be written behind
+        our back is handed out; returns the range to pass to :meth:`end_escape`."""
         with self.lock:
             coh = self.coh
             if coh is None:
                 coh = self._new_coherence()
-            self._wait_for(coh.hazards_for_host_write())
-            key = coh.source_for_host()
-            if key is not None:
-                self._acquire_from(key)
-            coh.escape_begins()
+            lo, hi = self.byte_range(view)
+            self._wait_for(coh.hazards_for_host_write(lo, hi))
+            runs = coh.plan_host_read(lo, hi)
+            if runs:
+                self._acquire(runs)
+            coh.escape_begins(lo, hi)
             self._mirror()
+            return lo, hi
 
-    def end_escape(self) -> None:
+    def end_escape(self, lo: int, hi: int) -> None:
         # Runs from a finalizer, possibly inside the garbage collector while this thread
         # holds another storage's lock: never wait for this lock (a lock-order deadlock
         # with a launch locking both); if it is busy, the next launch applies the end.
         lock = self.lock
         if not lock.acquire(blocking=False):
             with _LOCK_CREATION:
-                self.coh.deferred_ends += 1
+                self.coh.deferred_ends.append((lo, hi))
             return
         try:
-            self.coh.escape_ends()
+            self.coh.escape_ends(lo, hi)
             self._apply_deferred_ends()
             self._mirror()
         finally:
@@ -399,60 +435,59 @@ class Storage:
         coh = self.coh
         if coh.deferred_ends:
             with _LOCK_CREATION:
-                n, coh.deferred_ends = coh.deferred_ends, 0
-            for _ in range(n):
-                coh.escape_ends()
+                ends, coh.deferred_ends = coh.deferred_ends, []
+            for lo, hi in ends:
+                coh.escape_ends(lo, hi)
 
     @property
     def escaped(self) -> bool:
         return self.coh is not None and self.coh.escaped
 
     # -- used by launches (hostarray.kernels), under self.lock --------------------------
-    def prepare_device_read(self, key: Hashable, writes: bool = False) -> None:
-        """Publish to ``key`` if it is not current (acquiring elsewhere first).
+    def _before_launch(self) -> Coherence:
+        coh = self.coh
+        self._apply_deferred_ends()
+        self._check_foreign()
+        if coh.escaped:
+            coh.raw_views_may_have_written()  # a raw view may have written since
+        return coh
+
+    def prepare_device_read(self, key: Hashable, lo: int, hi: int,
+                            writes: bool = False) -> None:
+        """Before a launch on ``key`` reads bytes ``[lo, hi)``: publish what ``key``
+        lacks there (acquiring it elsewhere first where the host lacks it too).
 
         ``writes``: the launch also writes, so launches on other devices that
-        still use the data are waited for (their queues are not ordered with
+        still use those bytes are waited for (their queues are not ordered with
         ``key``'s)."""
-        coh = self.coh
-        self._apply_deferred_ends()
-        self._check_foreign()
+        coh = self._before_launch()
         if writes and coh.inflight:
-            self._wait_for(coh.hazards_for_device_write(key))
-        if coh.escaped:
-            coh.host_may_have_written()  # a raw view may have written since the last launch
-        source, publish = coh.plan_device_read(key)
-        if source is not None:
-            self._acquire_from(source)
-        if publish:
-            self._publish_to(key)
+            self._wait_for(coh.hazards_for_device_write(key, lo, hi))
+        acquires, publishes = coh.plan_device_read(key, lo, hi)
+        if acquires:
+            self._acquire(acquires)
+        if publishes:
+            self._publish(publishes)
         self._mirror()
 
-    def prepare_device_write(self, key: Hashable) -> None:
-        """Before a write-only launch on ``key``: wait for nothing, publish nothing.
+    def prepare_device_write(self, key: Hashable, lo: int, hi: int) -> None:
+        """Before a write-only launch on ``key`` over ``[lo, hi)``: publish nothing;
+        wait for launches on other devices that still use those bytes (this device's
+        queue does not order against theirs)."""
+        coh = self._before_launch()
+        self._wait_for(coh.hazards_for_device_write(key, lo, hi))
 
-        Launches on another device that still use the data are waited for,
-        since this device's queue does not order against theirs."""
-        coh = self.coh
-        self._apply_deferred_ends()
-        self._check_foreign()
-        self._wait_for(coh.hazards_for_device_write(key))
-
-    def record_launch(self, key: Hashable, token: Any, writes: bool) -> None:
+    def record_launch(self, key: Hashable, token: Any, lo: int, hi: int,
+                      writes: bool) -> None:
+        """A launch on ``key`` was enqueued, reading (and if ``writes``, writing) ``[lo, hi)``."""
         coh = self.coh
         if writes:
-            coh.device_written(key, token)
+            coh.device_written(key, lo, hi, token)
         else:
-            coh.device_read_launched(key, token)
-        if len(coh.inflight) > 8:
-            # A device's queue is in order: its newest token covers the older ones.
-            # Without this, an array only ever read by kernels (never waited for)
-            # collects one token per launch and every launch scans them all.
-            newest = {k: (t, k, w) for t, k, w in coh.inflight}
-            coh.inflight = list(newest.values())
+            coh.device_read_launched(key, lo, hi, token)
         if coh.escaped:
             if writes:
-                self._acquire_from(key)  # raw views must see the result
+                self._acquire(coh.plan_host_read(lo, hi))  # raw views must see the result
             else:
                 # a raw view may be written right after this call: the launch (and
                 # its publish, a copy still reading host memory) must be done first
@@ -468,23 +503,26 @@ class Storage:
         with self.lock:
             if key not in self.buffers:
                 return
-            coh = self.coh
-            self._apply_deferred_ends()
-            self._check_foreign()
-            source = coh.source_for_host()
-            if source is not None:
-                self._acquire_from(source)
-            self._publish_to(key)
+            coh = self._before_launch()
+            runs = coh.plan_host_read(0, coh.size)
+            if runs:
+                self._acquire(runs)
+            self._publish([(0, coh.size, key)])
             self._mirror()
 
     def acquire_explicit(self, key: Hashable) -> None:
+        """Make the writes of ``key``'s launches issued so far visible on the host."""
         with self.lock:
             if key not in self.buffers:
                 return
-            coh = self.coh
-            if coh.is_current(key) and coh.host_stale:
-                self._acquire_from(key)
+            runs = self.coh.plan_explicit_acquire(key)
+            if runs:
+                self._acquire(runs)
                 self._mirror()
+
+    def is_current(self, key: Hashable, lo: int, hi: int) -> bool:
+        """Whether ``key`` holds the newest bytes of ``[lo, hi)``."""
+        return self.coh.is_current(key, lo, hi)
 
     def discard_raw_use(self, key: Hashable, token: Any) -> None:
         """Raw pyopencl work on ``key`` raised: wait for what it enqueued, and let
@@ -498,20 +536,21 @@ class Storage:
 class HostWrite:
     """Context manager of :meth:`Storage.host_write`; ``__enter__`` returns ``view``."""
 
-    __slots__ = ("storage", "whole", "view", "mode")
+    __slots__ = ("storage", "whole", "view", "mode", "lo", "hi")
 
     def __init__(self, storage: Storage, whole: bool, view: Any = None) -> None:
         self.storage = storage
         self.whole = whole
         self.view = view
         self.mode = 0
+        self.lo = self.hi = 0
 
     def __enter__(self) -> Any:
         s = self.storage
         lock = s.lock
         lock.acquire()
         try:
-            self.mode = s._begin_host_write(self.whole)
+            s._begin_host_write(self)
         except BaseException:
             lock.release()
             raise
@@ -521,7 +560,7 @@ class HostWrite:
         s = self.storage
         try:
             if self.mode:
-                s._end_host_write(self.mode, exc_type is None)
+                s._end_host_write(self, exc_type is None)
         finally:
             s.lock.release()
 

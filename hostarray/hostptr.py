@@ -263,6 +263,7 @@ class _RawUse:
             raise ValueError(f"access must be 'r', 'w' or 'rw', not {access!r}")
         self.x, self.dev, self.access = x, dev, access
         self.held_newest = False
+        self.span = (0, 0)
 
     def __enter__(self) -> Any:
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
@@ -273,13 +274,14 @@ class _RawUse:
                                          f"lets the device write it; use access='r'")
         with s.lock:
             buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
-            # write-only skips the publish only when the whole storage is overwritten
-            if "r" in self.access or a.nbytes != s.nbytes:
-                s.prepare_device_read(dev, writes="w" in self.access)
+            self.span = (off, off + a.nbytes)  # the bytes the block may touch
+            # write-only ("w") publishes nothing: the block overwrites the whole range
+            if "r" in self.access:
+                s.prepare_device_read(dev, *self.span, writes="w" in self.access)
             else:
-                s.prepare_device_write(dev)
+                s.prepare_device_write(dev, *self.span)
             # whether the buffer holds the newest data when the block starts (see __exit__)
-            self.held_newest = s.coh.is_current(dev)
+            self.held_newest = s.is_current(dev, *self.span)
         return buf.handle(off, a.nbytes)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -296,7 +298,7 @@ class _RawUse:
             s.discard_raw_use(self.dev, marker)
             return
         with s.lock:
-            s.record_launch(self.dev, marker, writes="w" in self.access)
+            s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
 
 
 def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _RawUse:
@@ -306,12 +308,15 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     the host's writes are published (``access`` ``"r"``/``"rw"``); on exit the
     device is recorded as reader or writer, so the host acquires lazily.
 
+    A write-only use (``"w"``) publishes nothing: the block must overwrite
+    every byte of ``x``.
+
     If the block raises, the work it enqueued is waited for.  Where the buffer
-    held the newest data on entry (``"r"``, ``"rw"``, or a write-only use of
-    part of the array), what it wrote is kept, as a launch's would be.  A
-    write-only use of the whole array (no publish on entry) leaves the array
-    as it was on a mapped or copied link; on a shared link the device works
-    on the host bytes, so what the block wrote before raising is there.
+    held the newest bytes of ``x`` on entry (``"r"``, ``"rw"``), what it wrote
+    is kept, as a launch's would be.  A write-only use over bytes the buffer
+    did not hold (no publish on entry) leaves the array as it was on a mapped
+    or copied link; on a shared link the device works on the host bytes, so
+    what the block wrote before raising is there.
 
     Examples
     --------

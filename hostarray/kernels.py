@@ -515,7 +515,7 @@ class Kernel:
                                        f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
         gs, ls = self._sizes(global_size, local_size)
         values: list[Any] = []
-        uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, reads, writes, spans]
+        uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, spans (lo, hi, mode)]
         local_bytes = 0
         for (aname, kind, info, declared, takes), arg in zip(self._spec, args):
             if kind == "buffer":
@@ -548,9 +548,10 @@ class Kernel:
                 if dev not in s.buffers:
                     check_storage(s, dev, id(arg))
                 values.append((arg, off, a.nbytes))  # its buffer once every arg is checked
-                u = uses.setdefault(id(s), [s, False, False, []])
+                u = uses.setdefault(id(s), [s, []])
                 span = (off, off + a.nbytes, mode != READ)
-                for lo, hi, other_writes in u[3]:
+                for lo, hi, other_mode in u[1]:
+                    other_writes = other_mode != READ
                     # a buffer and an overlapping sub-buffer of it in one launch: OpenCL
                     # leaves that undefined when either is written (and NVIDIA crashes)
                     if (lo, hi) != span[:2] and lo < span[1] and span[0] < hi and \
@@ -559,11 +560,7 @@ class Kernel:
                                                    f"argument's part of the same array and one "
                                                    f"of them is written; pass the whole array "
                                                    f"once with an offset argument, or a copy")
-                u[3].append(span)
-                # write-only skips the publish only when the kernel overwrites the whole
-                # storage: elsewhere the device copy must hold the host's bytes
-                u[1] |= mode != WRITE or a.nbytes != s.nbytes
-                u[2] |= mode != READ
+                u[1].append((off, off + a.nbytes, mode))
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
                     raise BadLaunch(self.name, f"argument {aname!r} is __local: pass "
@@ -598,17 +595,20 @@ class Kernel:
                                f"pyopencl.LocalMemory sizes or shrink the kernel's __local "
                                f"arrays", limit=self._local_limit,
                                requested=local_bytes + self._static_local)
-        storages = [u[:3] for u in uses.values()]
+        storages = list(uses.values())
         with locked(u[0] for u in storages):  # one global lock order: no deadlock
             # buffers looked up (created on first use) under the locks: another thread's
             # free_buffer can't drop one between here and the enqueue
             values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
                       for v in values]
-            for s, reads, writes in storages:
-                if reads:
-                    s.prepare_device_read(dev, writes=writes)
-                else:
-                    s.prepare_device_write(dev)
+            # only the bytes each argument covers move; write-only (ha.write) publishes
+            # nothing: the kernel overwrites its whole range
+            for s, spans in storages:
+                for lo, hi, mode in spans:
+                    if mode != WRITE:
+                        s.prepare_device_read(dev, lo, hi, writes=mode != READ)
+                    else:
+                        s.prepare_device_write(dev, lo, hi)
             cl_args = [v[0].handle(v[1], v[2]) if isinstance(v, tuple) else v for v in values]
             with self._lock:
                 try:
@@ -626,8 +626,13 @@ class Kernel:
                     for j in self._buffer_args:
                         self._cl.set_arg(j, None)
             run = _Run(ev, self.name, dev)
-            for s, _, writes in storages:
-                s.record_launch(dev, run, writes)
+            for s, spans in storages:
+                for lo, hi, mode in spans:
+                    if mode == READ:
+                        s.record_launch(dev, run, lo, hi, writes=False)
+                for lo, hi, mode in spans:
+                    if mode != READ:
+                        s.record_launch(dev, run, lo, hi, writes=True)
         COUNTERS.add(launches=1)
         launch = Launch(run, [u[0] for u in storages])
         _PENDING.setdefault(dev, _Pending()).add(launch)

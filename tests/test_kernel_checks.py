@@ -523,9 +523,9 @@ def test_read_write_arguments_prepare_a_device_write(prg, cl_device, monkeypatch
     calls: list[tuple[int, bool]] = []
     real = Storage.prepare_device_read
 
-    def spy(self, key, writes=False):
+    def spy(self, key, lo, hi, writes=False):
         calls.append((id(self), writes))
-        return real(self, key, writes=writes)
+        return real(self, key, lo, hi, writes=writes)
 
     monkeypatch.setattr(Storage, "prepare_device_read", spy)
     x = ha.ones(64, dtype=ha.float32, device=cl_device)

@@ -45,11 +45,18 @@ def test_kernel_writes_reach_host_once(prg, cl_device) -> None:
     x = ha.zeros(N, dtype=ha.float32, device=cl_device)
     prg.add(N, x, 2.0)
     assert _stats() == (1, 0)  # published before the launch, nothing acquired yet
-    assert float(x[5]) == 2.0
+    assert float(x[5]) == 2.0  # one element: only its bytes
     assert _stats() == (1, 1)
+    if cl_device.link != "shared":  # a shared link moves no byte
+        assert ha.stats().bytes_acquired == 4
+    assert np.asarray(x[:10]).sum() == 20.0  # the rest of x[:10]: the runs around x[5]
+    assert _stats() == (1, 3)
     assert np.asarray(x[:10]).sum() == 20.0  # a second read: nothing moves
-    assert _stats() == (1, 1)
-    assert ha.stats().bytes_acquired == _moved(1, cl_device)
+    assert float(x[5]) == 2.0
+    assert _stats() == (1, 3)
+    assert (np.asarray(x) == 2.0).all()  # the whole array: the one run still stale
+    assert _stats() == (1, 4)
+    assert ha.stats().bytes_acquired == _moved(1, cl_device)  # every byte once
 
 
 def test_host_writes_published_once_for_two_launches(prg, cl_device) -> None:
@@ -89,9 +96,19 @@ def test_whole_overwrite_skips_the_acquire(prg, cl_device) -> None:
     assert ha.stats().acquires == acquires
     assert (np.asarray(x) == 4).all()
     prg.fill(N, x, 6.0)
-    x[0] = 1  # a partial write must acquire first
-    assert ha.stats().acquires == acquires + 1
-    assert list(np.asarray(x[:3])) == [1, 6, 6]
+    x[0] = 1  # every byte of x[0] overwritten: nothing acquired either
+    x[2:4] = 7
+    assert ha.stats().acquires == acquires
+    assert list(np.asarray(x[:5])) == [1, 6, 7, 7, 6]  # acquires x[1] and x[4] only
+    assert ha.stats().acquires == acquires + 2
+    prg.fill(N, x, 8.0)
+    x[8:16:2] = 1  # a strided write leaves gaps: what it covers (x[8:15]) is acquired first
+    assert ha.stats().acquires == acquires + 3
+    assert list(np.asarray(x[7:16])) == [8, 1, 8, 1, 8, 1, 8, 1, 8]  # x[7] and x[15]
+    assert ha.stats().acquires == acquires + 5
+    x[20:24] += 1  # reads what it writes
+    assert ha.stats().acquires == acquires + 6
+    assert float(x[20]) == 9.0 and ha.stats().acquires == acquires + 6
 
 
 def test_views_see_base_writes_and_vice_versa(prg, cl_device) -> None:

@@ -34,7 +34,7 @@ def host(x: HostPtrArray) -> np.ndarray:
         raise TypeError(f"expected a hostarray array, got {type(x).__name__}")
     s = x._s
     if s.host_stale:
-        s.sync_for_host_read()
+        s.sync_for_host_read(x._a)
     return x._a
 
 
@@ -43,7 +43,7 @@ def as_host(x: Any) -> Any:
     if isinstance(x, HostPtrArray):
         s = x._s
         if s.host_stale:
-            s.sync_for_host_read()
+            s.sync_for_host_read(x._a)
         return x._a
     return x
 

@@ -307,7 +307,7 @@ def _make_unary(fn: Any) -> Any:
         if type(x) is HPA:
             s = x._s
             if s.host_stale:
-                s.sync_for_host_read()
+                s.sync_for_host_read(x._a)
             d = x._device
             if d is not HOST:
                 return _on_device(fn, d, x._a)
@@ -329,13 +329,13 @@ def _make_binary(fn: Any) -> Any:
         if type(x1) is HPA:
             s = x1._s
             if s.host_stale:
-                s.sync_for_host_read()
+                s.sync_for_host_read(x1._a)
             a = x1._a
             d = x1._device
             if type(x2) is HPA:
                 s = x2._s
                 if s.host_stale:
-                    s.sync_for_host_read()
+                    s.sync_for_host_read(x2._a)
                 b = x2._a
                 if x2._device is not d:
                     d = join_devices(d, x2._device)
@@ -349,7 +349,7 @@ def _make_binary(fn: Any) -> Any:
             a = x1
             s = x2._s
             if s.host_stale:
-                s.sync_for_host_read()
+                s.sync_for_host_read(x2._a)
             b = x2._a
             d = x2._device
         else:
@@ -362,13 +362,13 @@ def _make_operator(fn: Any) -> Any:
     def op(self, other, /):
         s = self._s
         if s.host_stale:
-            s.sync_for_host_read()
+            s.sync_for_host_read(self._a)
         a = self._a
         d = self._device
         if type(other) is HPA:
             s = other._s
             if s.host_stale:
-                s.sync_for_host_read()
+                s.sync_for_host_read(other._a)
             b = other._a
             if other._device is not d:
                 d = join_devices(d, other._device)
@@ -384,7 +384,7 @@ def _make_reflected(fn: Any) -> Any:
     def rop(self, other, /):
         s = self._s
         if s.host_stale:
-            s.sync_for_host_read()
+            s.sync_for_host_read(self._a)
         d = self._device
         if type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
             b = other
@@ -431,7 +431,7 @@ def _make_unary_operator(fn: Any) -> Any:
     def op(self, /):
         s = self._s
         if s.host_stale:
-            s.sync_for_host_read()
+            s.sync_for_host_read(self._a)
         d = self._device
         if d is not HOST:
             return _on_device(fn, d, self._a)

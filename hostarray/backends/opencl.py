@@ -269,27 +269,33 @@ class OpenCLBuffer:
         self.nbytes = host.nbytes
         self.subs: dict[tuple[int, int], cl.Buffer] = {}
 
-    def publish(self) -> tuple[Any, int]:
+    def publish(self, lo: int = 0, hi: int | None = None) -> tuple[Any, int]:
+        """Make the host's bytes ``[lo, hi)`` visible to the device; returns the transfer
+        still reading host memory (or ``None``) and the bytes moved."""
+        hi = self.nbytes if hi is None else hi
         q = self.runtime.queue
         if self.link == "copied":
-            ev = self.runtime.last_event = cl.enqueue_copy(q, self.buf, self.host,
-                                                           is_blocking=False)
-            return ev, self.nbytes
-        # Invalidate: the device's old contents are dead, never read them back.
+            ev = self.runtime.last_event = cl.enqueue_copy(
+                q, self.buf, self.host[lo:hi], dst_offset=lo, is_blocking=False)
+            return ev, hi - lo
+        # Invalidate: the device's old contents of the range are dead, never read them back.
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.WRITE_INVALIDATE_REGION,
-                                          0, (self.nbytes,), _U8, is_blocking=True)
+                                          lo, (hi - lo,), _U8, is_blocking=True)
         ev = self.runtime.last_event = mapped.base.release(q)
-        return ev, (self.nbytes if self.link == "mapped" else 0)
+        return ev, (hi - lo if self.link == "mapped" else 0)
 
-    def acquire(self) -> int:
+    def acquire(self, lo: int = 0, hi: int | None = None) -> int:
+        """Make the device's bytes ``[lo, hi)`` visible to the host (blocking; every
+        command issued on the queue before is finished); returns the bytes moved."""
+        hi = self.nbytes if hi is None else hi
         q = self.runtime.queue
         if self.link == "copied":
-            cl.enqueue_copy(q, self.host, self.buf, is_blocking=True)
-            return self.nbytes
-        mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, 0, (self.nbytes,),
+            cl.enqueue_copy(q, self.host[lo:hi], self.buf, src_offset=lo, is_blocking=True)
+            return hi - lo
+        mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, lo, (hi - lo,),
                                           _U8, is_blocking=True)
         mapped.base.release(q).wait()
-        return self.nbytes if self.link == "mapped" else 0
+        return hi - lo if self.link == "mapped" else 0
 
     def handle(self, offset: int, nbytes: int) -> cl.Buffer:
         if offset == 0:

@@ -84,7 +84,9 @@ class ScaleMachine(RuleBasedStateMachine):
         # storage alive after its array is replaced, so it keeps its own model too
         self.raws: list[tuple[np.ndarray, int, np.ndarray]] = []
         self.launches: list[Any] = []
-        self.last_writer: list[Any] = [None] * K  # device with unread writes, or None
+        # devices whose kernels wrote bytes the host has not read back yet (a host read or
+        # partial write acquires only the bytes it touches, so it clears nothing)
+        self.writers: list[set[Any]] = [set() for _ in range(K)]
         for i in range(K):
             self._fresh(i, i % 3)
 
@@ -112,7 +114,7 @@ class ScaleMachine(RuleBasedStateMachine):
             assert handles[d]._s is x._s, "to_device copied page-aligned memory"
         self.xs[i] = handles
         self.model[i] = data.copy()
-        self.last_writer[i] = None
+        self.writers[i] = set()
 
     def _view(self, i: int, side: Any, start: int, length: int) -> ha.HostPtrArray:
         return self.xs[i][side][start:start + length]
@@ -141,13 +143,12 @@ class ScaleMachine(RuleBasedStateMachine):
         stop = data.draw(st.integers(start + 1, N))
         h[start:stop] = v
         self.model[i][start:stop] = v
-        self.last_writer[i] = None
 
     @rule(i=which, v=values)
     def host_write_whole(self, i: int, v: float) -> None:
         self.xs[i]["cpu"][...] = v
         self.model[i][:] = v
-        self.last_writer[i] = None
+        self.writers[i].clear()
 
     @rule(i=which, data=st.data())
     def host_read(self, i: int, data: st.DataObject) -> None:
@@ -156,8 +157,6 @@ class ScaleMachine(RuleBasedStateMachine):
         stop = data.draw(st.integers(start + 1, N))
         got = np.array(self.xs[i][side][start:stop], copy=True)  # a read, not an escape
         self._check(i, got, start, "stale read")
-        if self.last_writer[i] is not None and len(self.devices) == 1:
-            self.last_writer[i] = None
 
     @rule(i=which, k=st.integers(0, N - 1))
     def host_read_element(self, i: int, k: int) -> None:
@@ -183,7 +182,7 @@ class ScaleMachine(RuleBasedStateMachine):
         model[start + k] = v
         for i in range(K):
             if self.model[i] is model:
-                self.last_writer[i] = None
+                self.writers[i].clear()
 
     @precondition(lambda self: self.raws)
     @rule(j=st.integers(0, 3))
@@ -216,7 +215,7 @@ class ScaleMachine(RuleBasedStateMachine):
         x = self._view(i, "cpu" if through_host_handle else dev, start, length)
         self._keep(prg.spin_add(length, x, v, spin))
         self.model[i][start:start + length] += np.float32(v)
-        self.last_writer[i] = dev
+        self.writers[i].add(dev)
 
     @rule(i=which, d=st.integers(0, 1), data=st.data(), v=values)
     def launch_fill_write_only(self, i: int, d: int, data: st.DataObject, v: float) -> None:
@@ -224,7 +223,7 @@ class ScaleMachine(RuleBasedStateMachine):
         start, length = self._span(data)
         self._keep(prg.fill(length, ha.write(self._view(i, dev, start, length)), v))
         self.model[i][start:start + length] = v
-        self.last_writer[i] = dev
+        self.writers[i].add(dev)
 
     @rule(i=which, j=which, d=st.integers(0, 1), data=st.data())
     def launch_copy(self, i: int, j: int, d: int, data: st.DataObject) -> None:
@@ -238,7 +237,7 @@ class ScaleMachine(RuleBasedStateMachine):
         self._keep(prg.copy(length, self._view(i, dev, s1, length),
                             self._view(j, dev, s2, length)))
         self.model[j][s2:s2 + length] = self.model[i][s1:s1 + length]
-        self.last_writer[j] = dev
+        self.writers[j].add(dev)
 
     @rule(a=which, b=which, c=which, d=st.integers(0, 1), f=st.integers(-3, 3).map(float))
     def launch_axpy(self, a: int, b: int, c: int, d: int, f: float) -> None:
@@ -247,7 +246,7 @@ class ScaleMachine(RuleBasedStateMachine):
             return
         self._keep(prg.axpy(N, f, self.xs[a][dev], self.xs[b][dev], self.xs[c][dev]))
         self.model[c][:] = np.float32(f) * self.model[a] + self.model[b]
-        self.last_writer[c] = dev
+        self.writers[c].add(dev)
 
     @rule(i=which, data=st.data(), v=values)
     def launch_misaligned_view_is_refused(self, i: int, data: st.DataObject, v: float) -> None:
@@ -286,7 +285,7 @@ class ScaleMachine(RuleBasedStateMachine):
         assert hostptr.host_link(self.xs[i][dev], dev) is None
         if len(self.devices) == 1:  # the only device's data was acquired by the free itself
             self._check(i, self.xs[i]["cpu"]._a.copy(), 0, "free lost the newest data")
-            self.last_writer[i] = None
+        self.writers[i].discard(dev)  # the free acquired what only it held
 
     @rule(i=which, d=st.integers(0, 1))
     def attach(self, i: int, d: int) -> None:
@@ -304,12 +303,12 @@ class ScaleMachine(RuleBasedStateMachine):
     def explicit_acquire(self, i: int, d: int) -> None:
         dev = self.devices[d % len(self.devices)]
         hostptr.acquire_device_writes(self.xs[i][dev], dev)
-        if self.last_writer[i] == dev and not self.xs[i]["cpu"]._s.escaped:
+        if self.writers[i] == {dev} and not self.xs[i]["cpu"]._s.escaped:
             before = ha.stats().acquires
             self._check(i, self.xs[i]["cpu"]._a.copy(), 0, "acquire left stale bytes")
             np.array(self.xs[i]["cpu"], copy=True)
             assert ha.stats().acquires == before, "a read after an explicit acquire acquired"
-            self.last_writer[i] = None
+        self.writers[i].discard(dev)
 
     @rule(i=which, d=st.integers(0, 1))
     def explicit_publish(self, i: int, d: int) -> None:
@@ -317,7 +316,7 @@ class ScaleMachine(RuleBasedStateMachine):
         dev = self.devices[d % len(self.devices)]
         hostptr.publish_host_writes(self.xs[i][dev], dev)
         self._check(i, np.array(self.xs[i]["cpu"], copy=True), 0, "publish lost data")
-        self.last_writer[i] = None
+        self.writers[i].clear()
 
     # -- invariants -------------------------------------------------------------------------------
     @invariant()

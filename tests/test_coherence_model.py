@@ -1,0 +1,331 @@
+"""``hostarray._coherence`` alone, against a byte-level model (no device, no numpy).
+
+A hypothesis state machine drives :class:`Coherence` the way ``_storage`` does: it asks
+for a plan, performs it on simulated memories (one list of byte values per side: the host
+and two devices), and records what happened.  The oracle knows the newest value of every
+byte (``truth``: every write stores fresh, unique values), so
+
+* every read (host or device) must see ``truth`` after its plan ran: a missing acquire or
+  publish is a wrong value;
+* every side the coherence state calls valid for a byte must hold ``truth`` there (the
+  state never claims validity that is not there);
+* every launch still running that overlaps a host write (or, on another device, a device
+  write) must be covered by a returned hazard: the same device's token, issued no earlier
+  (queues are in order).
+
+Ranges are drawn over a small allocation so that partial overlaps, adjacent runs and
+merges are the common case.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from hostarray._coherence import HOST, Coherence
+
+N = 48  # bytes in the allocation
+DEVICES = ("A", "B")
+GARBAGE = -1  # bytes a device buffer holds before anything was published
+
+
+@st.composite
+def spans(draw: Any) -> tuple[int, int]:
+    lo = draw(st.integers(0, N - 1))
+    return lo, draw(st.integers(lo + 1, N))
+
+
+class CoherenceModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = Coherence(N)
+        self.fresh = 0
+        self.truth = self._new_values(N)
+        self.mem: dict[Any, list[int]] = {HOST: list(self.truth)}
+        self.token = 0
+        self.flights: list[tuple[int, Any, int, int]] = []  # (token, device, lo, hi)
+        self.done_upto: dict[Any, int] = {}  # per device: every token <= this is finished
+        self.escapes: list[tuple[int, int]] = []
+
+    # -- simulated memory and transfers ----------------------------------------------------
+    def _new_values(self, n: int) -> list[int]:
+        self.fresh += n
+        return list(range(self.fresh - n, self.fresh))
+
+    def _copy(self, src: Any, dst: Any, lo: int, hi: int) -> None:
+        self.mem[dst][lo:hi] = self.mem[src][lo:hi]
+
+    def _finished(self, key: Any, upto: int) -> None:
+        self.done_upto[key] = max(self.done_upto.get(key, -1), upto)
+
+    def _pending(self) -> list[tuple[int, Any, int, int]]:
+        return [f for f in self.flights if f[0] > self.done_upto.get(f[1], -1)]
+
+    def _acquire(self, runs: list[tuple[int, int, Any]]) -> None:
+        for lo, hi, key in runs:
+            assert key in self.c.devices and key is not HOST
+            self._copy(key, HOST, lo, hi)
+            self.c.acquired(key, lo, hi)
+            self._finished(key, self.token)  # a blocking transfer drains the queue
+
+    def _publish(self, runs: list[tuple[int, int, Any]]) -> None:
+        for lo, hi, key in runs:
+            self._copy(HOST, key, lo, hi)
+            self.c.published(key, lo, hi)
+
+    def _wait(self, tokens: list[Any]) -> None:
+        for t in tokens:
+            key = next(f[1] for f in self.flights if f[0] == t)
+            self._finished(key, t)
+
+    def _launch(self, key: Any, lo: int, hi: int) -> int:
+        self.token += 1
+        self.flights.append((self.token, key, lo, hi))
+        return self.token
+
+    def _check_hazards(self, got: list[Any], lo: int, hi: int, other_than: Any = None) -> None:
+        by_key: dict[Any, int] = {}
+        for t in got:
+            key = next(f[1] for f in self.flights if f[0] == t)
+            by_key[key] = max(by_key.get(key, -1), t)
+        for t, key, a, b in self._pending():
+            if key != other_than and a < hi and lo < b:
+                assert by_key.get(key, -1) >= t, f"launch {t} on {key} over [{a},{b}) not waited"
+
+    def _device(self, d: int) -> Any:
+        return DEVICES[d]
+
+    def _raw_views_may_have_written(self) -> None:
+        if self.c.escaped:
+            self.c.raw_views_may_have_written()
+
+    # -- rules -----------------------------------------------------------------------------
+    @rule(d=st.integers(0, 1))
+    def add_device(self, d: int) -> None:
+        key = self._device(d)
+        if key not in self.mem:
+            self.mem[key] = [GARBAGE] * N
+        self.c.add_device(key)
+
+    @rule(span=spans())
+    def host_read(self, span: tuple[int, int]) -> None:
+        lo, hi = span
+        self._acquire(self.c.plan_host_read(lo, hi))
+        assert self.mem[HOST][lo:hi] == self.truth[lo:hi], "stale host read"
+
+    @rule(span=spans(), overwrites=st.booleans(), fails_after=st.none() | st.integers(0, N))
+    def host_write(self, span: tuple[int, int], overwrites: bool, fails_after: int | None
+                   ) -> None:
+        lo, hi = span
+        hazards = self.c.hazards_for_host_write(lo, hi)
+        self._check_hazards(hazards, lo, hi)
+        self._wait(hazards)
+        self._acquire(self.c.plan_host_write(lo, hi, overwrites))
+        skipped = overwrites and not self.c.is_host_current(lo, hi)
+        if not overwrites:
+            assert self.mem[HOST][lo:hi] == self.truth[lo:hi]
+        stop = hi if fails_after is None else min(hi, lo + fails_after)
+        values = self._new_values(stop - lo)
+        for b, v in zip(range(lo, stop), values):
+            if fails_after is None or self.mem[HOST][b] == self.truth[b]:
+                self.truth[b] = v  # a failed write is kept where the host was newest
+            self.mem[HOST][b] = v
+        if fails_after is None:
+            self.c.host_written(lo, hi)
+        else:
+            self.c.host_write_failed(lo, hi, skipped_acquire=skipped)
+
+    @rule(d=st.integers(0, 1), span=spans(), mode=st.sampled_from(["r", "rw", "w"]))
+    def launch(self, d: int, span: tuple[int, int], mode: str) -> None:
+        key = self._device(d)
+        if key not in self.c.devices:
+            return
+        lo, hi = span
+        self._raw_views_may_have_written()
+        if mode != "r":
+            hazards = self.c.hazards_for_device_write(key, lo, hi)
+            self._check_hazards(hazards, lo, hi, other_than=key)
+            self._wait(hazards)
+        if mode != "w":
+            acquires, publishes = self.c.plan_device_read(key, lo, hi)
+            assert all(k == key for _, _, k in publishes)
+            self._acquire(acquires)
+            self._publish(publishes)
+            assert self.mem[key][lo:hi] == self.truth[lo:hi], "the kernel reads stale bytes"
+        token = self._launch(key, lo, hi)
+        if mode == "r":
+            self.c.device_read_launched(key, lo, hi, token)
+        else:
+            values = self._new_values(hi - lo)
+            self.mem[key][lo:hi] = values
+            self.truth[lo:hi] = values
+            self.c.device_written(key, lo, hi, token)
+            if self.c.escaped:  # raw views must see the result (as _storage does)
+                self._acquire(self.c.plan_host_read(lo, hi))
+
+    @rule(d=st.integers(0, 1))
+    def explicit_acquire(self, d: int) -> None:
+        key = self._device(d)
+        if key not in self.c.devices:
+            return
+        self._acquire(self.c.plan_explicit_acquire(key))
+        for b in range(N):
+            if self.mem[key][b] == self.truth[b]:
+                assert self.mem[HOST][b] == self.truth[b], "explicit acquire left a byte"
+
+    @rule(d=st.integers(0, 1))
+    def explicit_publish(self, d: int) -> None:
+        key = self._device(d)
+        if key not in self.c.devices:
+            return
+        self._raw_views_may_have_written()
+        self._acquire(self.c.plan_host_read(0, N))
+        self._publish([(0, N, key)])
+        assert self.mem[key] == self.truth
+
+    @rule(d=st.integers(0, 1))
+    def forget_device(self, d: int) -> None:
+        key = self._device(d)
+        if key not in self.c.devices:
+            return
+        runs = self.c.plan_forget(key)
+        self._acquire(runs)
+        if not runs:
+            self._wait(self.c.launches_on(key))
+        self.c.forget_device(key)
+        self.mem[key] = [GARBAGE] * N  # a new buffer later starts empty
+
+    @rule(d=st.integers(0, 1))
+    def raw_work_failed(self, d: int) -> None:
+        """A raw pyopencl block raised: the device copy holds nothing trusted where the
+        host has the newest bytes (``Storage.discard_raw_use``)."""
+        key = self._device(d)
+        if key not in self.c.devices:
+            return
+        self._wait(self.c.launches_on(key))
+        for b in range(N):
+            if self.mem[HOST][b] == self.truth[b]:
+                self.mem[key][b] = GARBAGE
+        self.c.device_invalidated(key)
+
+    @precondition(lambda self: len(self.escapes) < 3)
+    @rule(span=spans())
+    def escape_begins(self, span: tuple[int, int]) -> None:
+        lo, hi = span
+        hazards = self.c.hazards_for_host_write(lo, hi)
+        self._check_hazards(hazards, lo, hi)
+        self._wait(hazards)
+        self._acquire(self.c.plan_host_read(lo, hi))
+        self.c.escape_begins(lo, hi)
+        self.escapes.append(span)
+
+    @precondition(lambda self: self.escapes)
+    @rule(j=st.integers(0, 2), k=st.integers(0, N - 1))
+    def raw_write(self, j: int, k: int) -> None:
+        lo, hi = self.escapes[j % len(self.escapes)]
+        b = lo + k % (hi - lo)
+        assert self.mem[HOST][b] == self.truth[b], "an escaped byte is not current on the host"
+        self.mem[HOST][b] = self.truth[b] = self._new_values(1)[0]  # behind the state's back
+
+    @precondition(lambda self: self.escapes)
+    @rule(j=st.integers(0, 2))
+    def escape_ends(self, j: int) -> None:
+        lo, hi = self.escapes.pop(j % len(self.escapes))
+        self.c.escape_ends(lo, hi)
+
+    # -- invariants ------------------------------------------------------------------------
+    @invariant()
+    def valid_sides_hold_the_newest_bytes(self) -> None:
+        segs = self.c.validity()
+        assert [s[0] for s in segs][:1] == [0] and segs[-1][1] == N
+        for (_, hi, v), (lo2, _, v2) in zip(segs, segs[1:]):
+            assert hi == lo2 and v != v2, "segments must tile the allocation, merged"
+        # bytes under a live raw view may have been written behind the state's back: the
+        # state learns it at the next launch (raw_views_may_have_written), so only the
+        # host is checked there
+        raw = {b for lo, hi in self.escapes for b in range(lo, hi)}
+        for lo, hi, valid in segs:
+            assert valid, "no side holds these bytes"
+            for side in valid:
+                assert side is HOST or side in self.c.devices
+                for b in range(lo, hi):
+                    if side is HOST or b not in raw:
+                        assert self.mem[side][b] == self.truth[b], \
+                            f"{side} called valid at byte {b} but stale"
+
+    @invariant()
+    def flags_match_the_map(self) -> None:
+        stale = any(HOST not in v for _, _, v in self.c.validity())
+        assert self.c.host_stale == stale
+        if self.c.host_exclusive:
+            assert not stale and not self.c.inflight
+            assert all(v == {HOST} for _, _, v in self.c.validity())
+
+
+TestCoherenceModel = CoherenceModel.TestCase
+TestCoherenceModel.settings = settings(max_examples=600, stateful_step_count=50, deadline=None,
+                                       suppress_health_check=list(HealthCheck))
+
+
+def test_one_transfer_per_contiguous_run() -> None:
+    c = Coherence(1 << 30)
+    c.add_device("d")
+    assert c.plan_device_read("d", 0, 1 << 30) == ([], [(0, 1 << 30, "d")])
+    c.published("d", 0, 1 << 30)
+    for k in range(4):  # four kernels on adjacent quarters: one run to read back
+        c.device_written("d", k << 28, (k + 1) << 28, token=k)
+    assert c.plan_host_read(0, 1 << 30) == [(0, 1 << 30, "d")]
+    assert len(c.validity()) == 1
+
+
+def test_a_host_read_of_one_element_plans_only_its_bytes() -> None:
+    c = Coherence(4096)
+    c.add_device("d")
+    c.device_written("d", 0, 4096, token="k")
+    assert c.plan_host_read(20, 24) == [(20, 24, "d")]
+    c.acquired("d", 20, 24)
+    assert c.plan_host_read(0, 4096) == [(0, 20, "d"), (24, 4096, "d")]
+    assert c.plan_host_read(20, 24) == []
+
+
+def test_module_imports_neither_numpy_nor_opencl() -> None:
+    code = ("import sys, importlib.util as u; s = u.spec_from_file_location('c', "
+            "'hostarray/_coherence.py'); m = u.module_from_spec(s); s.loader.exec_module(m); "
+            "print(sorted(k for k in sys.modules if k.startswith(('pyopencl', 'numpy'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=__file__.rsplit("/tests/", 1)[0])
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_failed_whole_overwrite_keeps_what_the_host_held() -> None:
+    """``x[...] = v`` raising half-way over [0, 8), where the host held [0, 4) (and so did
+    the device) and only the device held [4, 8): the host's partial write is the newest
+    in [0, 4); the device keeps [4, 8)."""
+    c = Coherence(8)
+    c.add_device("d")
+    c.published("d", 0, 8)
+    c.device_written("d", 4, 8, token="k")
+    c.host_write_failed(0, 8, skipped_acquire=True)
+    assert c.validity() == [(0, 4, {HOST}), (4, 8, {"d"})]
+
+
+def test_compacted_launches_keep_every_range() -> None:
+    """Read launches pile up (never waited for); compaction keeps the newest token per
+    device over the union of their ranges, so a host write over the *oldest* range still
+    waits."""
+    c = Coherence(4096)
+    c.add_device("d")
+    c.published("d", 0, 4096)
+    for k in range(12):
+        c.device_read_launched("d", 256 * k, 256 * k + 16, token=k)
+    assert len(c.inflight) < 12
+    # the ninth entry compacted launches 0..8 into token 8 over [0, 2064)
+    assert c.hazards_for_host_write(0, 16) == [8]
+    assert c.hazards_for_device_write("e", 0, 16) == [8]
+    assert c.hazards_for_host_write(256 * 11, 256 * 11 + 1) == [11]
+    assert c.hazards_for_device_write("d", 0, 16) == []
