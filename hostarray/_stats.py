@@ -28,7 +28,8 @@ class Stats:
     bytes_acquired : int
         Bytes really copied device -> host by acquires.
     waits : int
-        Times the host waited for in-flight launches before touching memory.
+        Times the host waited for in-flight launches before touching memory (or
+        before retiring a sub-buffer that overlaps a new one, see docs/gpu.md).
     launches : int
         Kernel launches enqueued through hostarray.
 

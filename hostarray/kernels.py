@@ -29,7 +29,7 @@ from ._devices import devices as _devices
 from ._sharing import check_storage, ensure_buffer, view_offset
 from ._stats import COUNTERS
 from ._storage import AFTER_DEVICE_SYNC, locked
-from .backends.opencl import build_program
+from .backends.opencl import build_program, sub_range
 from .errors import BadLaunch, DeviceUnavailable, LaunchFailed
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
@@ -551,15 +551,28 @@ class Kernel:
                 u = uses.setdefault(id(s), [s, []])
                 span = (off, off + a.nbytes, mode != READ)
                 for lo, hi, other_mode in u[1]:
+                    if (lo, hi) == span[:2] or hi <= span[0] or span[1] <= lo:
+                        continue
                     other_writes = other_mode != READ
                     # a buffer and an overlapping sub-buffer of it in one launch: OpenCL
                     # leaves that undefined when either is written (and NVIDIA crashes)
-                    if (lo, hi) != span[:2] and lo < span[1] and span[0] < hi and \
-                            (other_writes or span[2]):
+                    if other_writes or span[2]:
                         raise BadLaunch(self.name, f"argument {aname!r} overlaps another "
                                                    f"argument's part of the same array and one "
                                                    f"of them is written; pass the whole array "
                                                    f"once with an offset argument, or a copy")
+                    # both only read: the whole array with a part is defined, and so are
+                    # parts that share one sub-buffer; two different overlapping sub-buffers
+                    # can't be live at once (OpenCLBuffer.handle retires one for the other)
+                    if 0 < hi - lo < s.nbytes and 0 < a.nbytes < s.nbytes and \
+                            sub_range(lo, hi - lo, dev.alignment, s.nbytes) != \
+                            sub_range(off, a.nbytes, dev.alignment, s.nbytes):
+                        raise self._refuse(
+                            f"argument {aname!r} and another argument are overlapping parts of "
+                            f"the same array (bytes {span[0]}-{span[1]} and {lo}-{hi}): they "
+                            f"would need two overlapping sub-buffers, which hostarray never "
+                            f"keeps at once; pass the whole array once with an offset "
+                            f"argument, or a copy of one part", argument=aname)
                 u[1].append((off, off + a.nbytes, mode))
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
@@ -625,6 +638,10 @@ class Kernel:
                     # buffer argument is valid OpenCL for __global/__constant pointers.
                     for j in self._buffer_args:
                         self._cl.set_arg(j, None)
+            # the sub-buffers remember their newest command: retiring one waits for it
+            for v in values:
+                if isinstance(v, tuple):
+                    v[0].used(v[1], v[2], ev)
             run = _Run(ev, self.name, dev)
             for s, spans in storages:
                 for lo, hi, mode in spans:

@@ -44,3 +44,8 @@ class DeviceBuffer(Protocol):
     def handle(self, offset: int, nbytes: int) -> Any:
         """The backend object a launch passes for ``nbytes`` at ``offset``."""
         ...
+
+    def used(self, offset: int, nbytes: int, event: Any) -> None:
+        """``event`` is the newest command that uses :meth:`handle`'s object for ``nbytes``
+        at ``offset`` (the OpenCL backend waits for it before retiring a sub-buffer)."""
+        ...

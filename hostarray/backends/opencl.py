@@ -6,6 +6,7 @@ Everything hostarray does with pyopencl happens here or in
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import warnings
@@ -14,10 +15,11 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from .._stats import COUNTERS
 from .._storage import PAGE_SIZE, address_of, aligned_empty
 from ..errors import BuildFailed, Refusal, Refused
 
-__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program"]
+__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program", "sub_range"]
 
 LINK_KINDS = ("shared", "mapped", "copied")
 
@@ -32,6 +34,36 @@ _BYTES_PROBE_SOURCE = ("__kernel void hostarray_probe_bytes(__global uchar *x) "
 HOST_PROBE_OFFSETS = (1, 4, 16, 64)
 _HOST_PROBE_BYTES = 1024
 _GUARD = 64  # bytes around the probed range that must stay untouched
+
+
+_IN_USE = object()  # a sub-buffer's last use: handed out, the command not known yet
+
+
+def sub_range(offset: int, nbytes: int, unit: int, total: int) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` of the sub-buffer for a view of ``nbytes`` at ``offset`` (a
+    multiple of ``unit``, the device's sub-buffer alignment) in a buffer of ``total`` bytes:
+    from the view's origin, a whole number of units, clipped to the buffer's end.
+
+    Two views overlap exactly when their ranges do (both start on a unit), and views whose
+    ranges are equal share one sub-buffer.
+
+    Examples
+    --------
+    >>> from hostarray.backends.opencl import sub_range
+    >>> sub_range(512, 700, 512, 4000)
+    (512, 1536)
+    >>> sub_range(3584, 100, 512, 4000)
+    (3584, 4000)
+    """
+    return offset, min(total, offset + -(-max(nbytes, 1) // unit) * unit)
+
+
+def _running(event: Any) -> bool:
+    """Whether ``event``'s command may still run (a failed one does not)."""
+    try:
+        return int(event.command_execution_status) > 0
+    except cl.Error:
+        return False
 
 
 def _test_build(device: cl.Device) -> str | None:
@@ -115,6 +147,9 @@ class DeviceRuntime:
         # clReleaseMemObject until the queue drains (a dropped temporary would stall it).
         self.last_event: Any = None
         self.graveyard: list[Any] = []
+        # sub-buffer origins are multiples of this many bytes; a sub-buffer covers whole
+        # units, so two that share no unit never overlap (see OpenCLBuffer.handle)
+        self.sub_unit = max(1, int(cl_device.mem_base_addr_align) // 8)
 
     def busy(self) -> bool:
         """Whether the newest enqueued command may still run."""
@@ -259,7 +294,8 @@ class DeviceRuntime:
 class OpenCLBuffer:
     """A ``cl.Buffer`` over one host allocation and how to sync it."""
 
-    __slots__ = ("runtime", "buf", "host", "link", "nbytes", "subs", "__weakref__")
+    __slots__ = ("runtime", "buf", "host", "link", "nbytes", "subs", "unit", "_ranges",
+                 "_last_use", "_sub_lock", "__weakref__")
 
     def __init__(self, runtime: DeviceRuntime, buf: cl.Buffer, host: np.ndarray, link: str):
         self.runtime = runtime
@@ -267,7 +303,15 @@ class OpenCLBuffer:
         self.host = host  # keeps the host memory alive while the buffer exists
         self.link = link
         self.nbytes = host.nbytes
+        # The live sub-buffers by the byte range they cover, [lo, hi): whole alignment units
+        # (see handle), never two that overlap; ``_ranges`` holds the same keys sorted.
         self.subs: dict[tuple[int, int], cl.Buffer] = {}
+        self.unit = runtime.sub_unit
+        self._ranges: list[tuple[int, int]] = []
+        # per live sub-buffer: the newest command that used it (None: none yet;
+        # _IN_USE: handed out, its command not known yet)
+        self._last_use: dict[tuple[int, int], Any] = {}
+        self._sub_lock = threading.Lock()
 
     def publish(self, lo: int = 0, hi: int | None = None) -> tuple[Any, int]:
         """Make the host's bytes ``[lo, hi)`` visible to the device; returns the transfer
@@ -298,15 +342,82 @@ class OpenCLBuffer:
         return hi - lo if self.link == "mapped" else 0
 
     def handle(self, offset: int, nbytes: int) -> cl.Buffer:
-        if offset == 0:
+        """The memory object a launch passes for the view of ``nbytes`` at ``offset``.
+
+        The whole buffer is passed as itself; any other view (a short one at offset 0 too)
+        as the sub-buffer :func:`sub_range` gives it: from the view's origin, whole units of
+        the device's sub-buffer alignment, clipped to the buffer's end.  Views with the same
+        range share one.  A sub-buffer that overlaps the new one is retired first
+        (:meth:`_retire`), so the live sub-buffers never overlap: OpenCL leaves overlapping
+        sub-buffers in use undefined, and NVIDIA's driver crashed on many of them.  The
+        caller reports the command that used it with :meth:`used`."""
+        if offset == 0 and nbytes >= self.nbytes:
             return self.buf
-        # Exactly the view's bytes: views that don't overlap get sub-buffers that don't
-        # overlap (OpenCL leaves overlapping sub-buffers in use undefined).
-        key = (offset, nbytes)
-        sub = self.subs.get(key)
-        if sub is None:
-            sub = self.subs[key] = self.buf.get_sub_region(offset, max(nbytes, 1))
+        key = sub_range(offset, nbytes, self.unit, self.nbytes)
+        with self._sub_lock:
+            sub = self.subs.get(key)
+            if sub is None:
+                self._retire(key)
+                sub = self.subs[key] = self.buf.get_sub_region(key[0], key[1] - key[0])
+                bisect.insort(self._ranges, key)
+            # in use by a command not known yet: until used() names it, retiring this one
+            # waits for the whole queue
+            self._last_use[key] = _IN_USE
         return sub
+
+    def used(self, offset: int, nbytes: int, event: Any) -> None:
+        """``event`` is the newest command using the handle of the view of ``nbytes`` at
+        ``offset`` (see :meth:`handle`); retiring its sub-buffer waits for that command."""
+        if offset == 0 and nbytes >= self.nbytes:
+            return
+        key = sub_range(offset, nbytes, self.unit, self.nbytes)
+        with self._sub_lock:
+            if key in self._last_use:
+                self._last_use[key] = event
+
+    def sub_ranges(self) -> list[tuple[int, int]]:
+        """The byte ranges ``[lo, hi)`` of the live sub-buffers, sorted."""
+        with self._sub_lock:
+            return list(self._ranges)
+
+    def _retire(self, key: tuple[int, int]) -> None:
+        """Let go of the live sub-buffers that overlap ``key``, once no command may use them.
+
+        Each sub-buffer remembers the newest command that used it (:meth:`used`); the queue
+        is in order, so that command finished means every earlier one did too.  Waiting for
+        it, rather than for the queue, keeps the cost where it belongs: nothing when the old
+        sub-buffer's last launch is done, one wait otherwise, and none at all in the common
+        case, where views reuse their sub-buffer or don't overlap.  A sub-buffer handed out
+        for a command not named yet (a raw ``cl_buffer`` use, a launch the driver refused)
+        waits for the whole queue.  The memory object then goes to the runtime's graveyard
+        (:meth:`DeviceRuntime.bury`): NVIDIA's clReleaseMemObject blocks while the queue
+        runs, so it is released now when the queue is idle, else at the next sync."""
+        lo, hi = key
+        ranges = self._ranges
+        stop = bisect.bisect_left(ranges, (hi, hi))  # ranges[:stop] start before hi
+        start = stop
+        while start > 0 and ranges[start - 1][1] > lo:  # disjoint: ends sorted too
+            start -= 1
+        if start == stop:
+            return
+        victims = ranges[start:stop]
+        del ranges[start:stop]
+        last = [self._last_use.pop(k, None) for k in victims]
+        dead = [self.subs.pop(k) for k in victims]
+        if any(ev is _IN_USE for ev in last):
+            if self.runtime.busy():
+                COUNTERS.add(waits=1)
+            self.runtime.queue.finish()
+        else:
+            pending = [ev for ev in last if ev is not None and _running(ev)]
+            if pending:
+                COUNTERS.add(waits=1)
+                for ev in pending:
+                    try:
+                        ev.wait()
+                    except cl.Error:  # a failed command: done; its launch reports it
+                        pass
+        self.runtime.bury(*dead)
 
     def __del__(self) -> None:
         # the buffer and its sub-buffers go to the runtime: released at once when nothing
@@ -319,4 +430,7 @@ class OpenCLBuffer:
     def release(self) -> None:
         # Drop our references rather than clReleaseMemObject now: a launch in flight may still
         # use one of these; the memory goes when the last reference does.
-        self.subs.clear()
+        with self._sub_lock:
+            self.subs.clear()
+            self._ranges.clear()
+            self._last_use.clear()
