@@ -12,8 +12,11 @@ folder named by the environment variable OUT, else ``gpu_out/`` in the repositor
 
 Writes (at most 8 files): ``log.txt`` (everything), ``devices.txt``
 (``hostarray devices`` and ``--json``), ``demo.txt`` (``hostarray demo``),
-``bench.txt`` (the tables), ``bench.json`` (the numbers), ``bench.png``
-(the plot), ``pytest.txt`` (the device tests, with ``--tests``).
+``bench.txt`` (the tables), ``bench.json`` (the numbers; those of
+``bench_iterative.py`` and ``bench_half.py`` under ``"iterative"`` and ``"half"``),
+``bench.png`` (the plot), ``peers.txt`` (the tables of ``bench_iterative.py`` and
+``bench_half.py``: hostarray against CuPy and pyopencl.array, 1 MiB to 1 GiB, each
+run as its own process), ``pytest.txt`` (the device tests, with ``--tests``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -148,6 +152,20 @@ def main() -> int:
             with open(os.path.join(OUT, "bench.json"), "w") as f:
                 json.dump(result, f, indent=1, default=float)
             say("\n" + format_tables(r))
+    # hostarray against CuPy and pyopencl.array, each script in its own process (CUDA and
+    # OpenCL contexts apart from this one); tables to peers.txt, numbers into bench.json
+    peer_sizes = [s for s in ("1MiB", "64MiB", "1GiB") if parse_size(s) <= max_size]
+    for key, script in (("iterative", "bench_iterative.py"), ("half", "bench_half.py")):
+        with step(f"{script}: hostarray vs CuPy and pyopencl.array, {','.join(peer_sizes)}, "
+                  f"medians of {repeat}"):
+            path = os.path.join(tempfile.mkdtemp(), f"{key}.json")
+            sh([sys.executable, os.path.join("benchmarks", script), "--device", str(dev),
+                "--sizes", ",".join(peer_sizes), "--repeat", str(repeat), "--json", path],
+               "peers.txt", timeout=600)
+            with open(path) as f:
+                result[key] = json.load(f)
+            with open(os.path.join(OUT, "bench.json"), "w") as f:
+                json.dump(result, f, indent=1, default=float)
     with step("tables and plot"):
         with open(os.path.join(OUT, "bench.txt"), "w") as f:
             f.write(format_tables(result) + "\n")

@@ -275,3 +275,67 @@ def test_bench_prints_tables_that_fit() -> None:
     assert "[bench]" not in p.stdout and "[bench]" in p.stderr
     _check_tables(p.stdout, 6)
     assert "256 KiB" in p.stdout
+
+
+# -- benchmarks/bench_iterative.py and bench_half.py: hostarray vs CuPy and pyopencl.array ----
+
+def _opencl_device() -> ha.Device:
+    devs = [d for d in ha.devices() if d.framework == "opencl"]
+    if not devs:
+        pytest.skip("no working OpenCL device")
+    return devs[0]
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("script", ["bench_iterative.py", "bench_half.py"])
+def test_peer_benchmarks_run_check_and_count(script: str, tmp_path: Path) -> None:
+    dev = _opencl_device()
+    out = tmp_path / "peers.json"
+    # a copied link, so that hostarray's bytes show on a device whose own link is shared
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script),
+                        "--sizes", "64KiB", "--repeat", "1", "--link", "copied",
+                        "--device", str(dev), "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _check_tables(p.stdout, 2)  # the times and the reference measurements
+    assert "every value read matches numpy's closed form: True" in p.stdout
+    r = json.loads(out.read_text())
+    assert r["benchmark"] == script[len("bench_"):-len(".py")]
+    (row,) = r["rows"]
+    assert row["size"] == 64 * 1024 and row["device_kernels_s"] > 0
+    assert set(row["copy_rate_GBps"]) == {"pinned", "pageable"}
+    runs = row["runs"]
+    assert set(runs) == {"ha", "cupy", "cla", "cl"}
+    for name in ("ha", "cla", "cl") + (("cupy",) if "median_s" in runs["cupy"] else ()):
+        run = runs[name]
+        assert run["correct"] and not run["wrong"] and run["median_s"] > 0, (name, run)
+        assert run["limit"] in {"PCIe", "device", "driver", "Python", "host"}, run["limit"]
+    if "skipped" in runs["cupy"]:
+        assert runs["cupy"]["skipped"].split(" (")[0] in p.stdout
+    s = runs["ha"]["stats"]  # one run's counters: the host must have received its reads
+    assert runs["ha"]["link"] == "copied"
+    assert s["acquires"] >= 1 and s["bytes_acquired"] >= row["minimum_bytes"] > 0
+    assert runs["ha"]["bytes_moved"] == s["bytes_published"] + s["bytes_acquired"]
+
+
+@pytest.mark.device
+def test_peer_benchmark_fails_loudly_on_a_wrong_value(capsys: pytest.CaptureFixture) -> None:
+    dev = _opencl_device()
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import _peers
+        import bench_half
+    finally:
+        sys.path.pop(0)
+    wl = bench_half.WORKLOAD
+    right = wl.expected
+    wl.expected = lambda n: [right(n)[0], -1.0]  # x[0] can't be -1: every library is wrong
+    try:
+        rc = _peers.main(wl, bench_half.__doc__, ["--sizes", "16KiB", "--repeat", "1",
+                                                  "--no-cupy", "--device", str(dev)])
+    finally:
+        wl.expected = right
+    out = capsys.readouterr()
+    assert rc == 1
+    assert "every value read matches numpy's closed form: False" in out.out
+    assert "WRONG 16 KiB ha: run 0" in out.out and "FAILED" in out.err
