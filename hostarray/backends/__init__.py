@@ -25,16 +25,17 @@ class DeviceBuffer(Protocol):
     link: str  # "shared", "mapped" or "copied"
     nbytes: int
 
-    def publish(self) -> tuple[Token | None, int]:
-        """Make the host bytes visible to launches enqueued afterwards.
+    def publish(self, lo: int = 0, hi: int | None = None) -> tuple[Token | None, int]:
+        """Make the host bytes ``[lo, hi)`` (all by default) visible to launches enqueued
+        afterwards.
 
         Returns the transfer still reading host memory (or ``None``) and the
         number of bytes really moved."""
         ...
 
-    def acquire(self) -> int:
-        """Block until every launch on the device is done and the host holds
-        its writes; return the bytes really moved."""
+    def acquire(self, lo: int = 0, hi: int | None = None) -> int:
+        """Block until every launch on the device is done and the host holds its
+        writes to bytes ``[lo, hi)`` (all by default); return the bytes really moved."""
         ...
 
     def release(self) -> None:
