@@ -667,10 +667,19 @@ class Program:
     options : sequence of str, optional
         Extra build options (``-cl-kernel-arg-info`` is always added).
 
+    Attributes
+    ----------
+    device : Device
+        The OpenCL device the program was built for; its kernels launch there.
+    source : str
+        The OpenCL C source, as given.
+
     Raises
     ------
     BuildFailed
         The source does not compile; ``e.log`` has the compiler's errors.
+    DeviceUnavailable
+        ``device`` is not an OpenCL device (the host), or none is found.
 
     Examples
     --------
