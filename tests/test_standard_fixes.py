@@ -321,6 +321,18 @@ def test_allocation_failure_names_the_request(name: str) -> None:
     _check_message(e.value, shape, "float32", 4 * math.prod(shape))
 
 
+@pytest.mark.parametrize("name", ["arange", "linspace"])
+def test_allocation_failure_of_ranges_names_the_request(name: str) -> None:
+    # linspace computes in float64 first: numpy's own message named float64, not the
+    # float32 asked for
+    with pytest.raises(MemoryError) as e:
+        if name == "arange":
+            ha.arange(10**15, dtype=ha.float32)
+        else:
+            ha.linspace(0, 1, 10**15, dtype=ha.float32)
+    _check_message(e.value, (10**15,), "float32", 4 * 10**15)
+
+
 def test_allocation_failure_of_the_like_functions() -> None:
     x = ha.zeros((2, 3), dtype=ha.float32)
     huge = ha.broadcast_to(x[:1, :1], (10**8, 10**7))  # a view: no memory of its own
