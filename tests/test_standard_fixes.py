@@ -361,3 +361,12 @@ def test_allocation_messages_keep_the_exception_types_of_numpy() -> None:
     with pytest.raises(ValueError, match="negative dimensions"):
         ha.empty(-1)
     assert ha.empty(0).shape == (0,) and ha.zeros((2, 0)).shape == (2, 0)
+
+
+def test_arange_of_numpy_integers_is_integral() -> None:
+    # integers are integers whether Python's or numpy's (len(a), a.shape[0], np.int32(n))
+    for args in [(np.int32(4),), (np.int64(1), 7, np.int8(2)), (0, np.uint16(3))]:
+        r = ha.arange(*args)
+        assert r.dtype == ha.int64, (args, r.dtype)
+        assert np.asarray(r).tolist() == list(range(*(int(a) for a in args)))
+    assert ha.arange(np.float32(1.5)).dtype == ha.float64

@@ -309,8 +309,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         start, stop = 0, start
     dt = _dtype(dtype)
     if dt is None:
-        dt = np.dtype(np.int64 if all(isinstance(v, int) for v in (start, stop, step))
-                      else np.float64)
+        dt = np.dtype(np.int64 if all(isinstance(v, (int, np.integer))
+                                      for v in (start, stop, step)) else np.float64)
     n = _range_length(start, stop, step)
     return wrap(_allocate((n,), dt, lambda: np.arange(start, stop, step, dtype=dt), True),
                 _result_device(device))
