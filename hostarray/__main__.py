@@ -31,7 +31,8 @@ def device_report() -> dict[str, Any]:
     -------
     dict
         ``{"devices": [...], "left_out": [...], "default": str | None, "link_forced": str |
-        None}`` (and ``default_error`` when ``HOSTARRAY_DEVICE`` names no device here);
+        None}`` (and ``default_error`` when ``HOSTARRAY_DEVICE`` names no device here,
+        ``link_forced_error`` when ``HOSTARRAY_LINK`` names no link kind);
         each device has ``device, framework, name, type, alignment, host_alignment,
         max_alloc, host_unified, link, default`` (and ``platform``, ``driver`` for
         OpenCL).  ``alignment`` is where a view inside a buffer may start (sub-buffer
@@ -48,6 +49,7 @@ def device_report() -> dict[str, Any]:
     """
     import hostarray as ha
 
+    from .backends.opencl import forced_link
     from .errors import HostPtrError
 
     try:
@@ -80,6 +82,10 @@ def device_report() -> dict[str, Any]:
               "link_forced": forced if forced and forced != "auto" else None}
     if default_error is not None:
         report["default_error"] = default_error
+    try:
+        forced_link()
+    except ValueError as e:  # a wrong HOSTARRAY_LINK: still list what is here
+        report["link_forced_error"] = str(e)
     return report
 
 
@@ -107,7 +113,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     report = device_report()
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0 if report["default"] is not None else 2
+        return 0 if report["default"] is not None and "link_forced_error" not in report else 2
     header = ["device", "framework", "type", "link", "alignment", "host align", "max alloc",
               "unified", "default", "name"]
     rows = []
@@ -131,7 +137,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print("alignment: where a view passed to a kernel may start inside its array's buffer; "
           "host align:\n      what host memory needs for a buffer to use it in place (probed; "
           "an array also\n      needs its element size), else ha.asarray copies it")
-    if report["link_forced"]:
+    link_error = report.get("link_forced_error")
+    if link_error:
+        print(f"link: {link_error}")
+    elif report["link_forced"]:
         print(f"link: forced to {report['link_forced']!r} by HOSTARRAY_LINK")
     else:
         print("link: found by a probe kernel; shared = the device works on the host bytes, "
@@ -139,6 +148,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
     opencl = [r["device"] for r in report["devices"] if r["framework"] == "opencl"]
     if report["default"] is None:
         print(f"default: HOSTARRAY_DEVICE is wrong: {report['default_error']}")
+        return 2
+    if link_error:
         return 2
     kernels = (report["default"] if report["default"] != "cpu"
                else (opencl[0] if opencl else "none"))
@@ -269,8 +280,15 @@ def main(argv: list[str] | None = None) -> int:
     0
     """
     args = _parser().parse_args(argv)
+    from .backends.opencl import forced_link
     from .errors import HostPtrError
 
+    if args.command != "devices":  # (devices lists what is here, then says so itself)
+        try:
+            forced_link()
+        except ValueError as e:  # a wrong HOSTARRAY_LINK: one sentence, before any work
+            print(f"hostarray {args.command}: {e}", file=sys.stderr)
+            return 2
     try:
         return args.func(args)
     except HostPtrError as e:  # a bad device name etc.: one sentence, no traceback

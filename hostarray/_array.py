@@ -25,9 +25,10 @@ __all__ = ["HostPtrArray", "wrap", "aligned_copy", "host_view"]
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    # what the operators take, and what numpy-style reductions give (a full reduction
-    # gives a numpy scalar, as in numpy)
-    _Operand: TypeAlias = "HostPtrArray | bool | int | float | complex"
+    # what the operators take (numpy arrays and scalars too: without them a checker would
+    # fall back on numpy's reflected operator and say ndarray), and what numpy-style
+    # reductions give (a full reduction gives a numpy scalar, as in numpy)
+    _Operand: TypeAlias = "HostPtrArray | bool | int | float | complex | np.ndarray | np.generic"
     _Reduced: TypeAlias = "HostPtrArray | np.generic"
     _Axis: TypeAlias = "int | tuple[int, ...] | None"
 

@@ -1133,6 +1133,11 @@ def run_bench(args: Any) -> int:
     except ValueError as e:
         print(f"hostarray bench: {e}", file=sys.stderr)
         return 2
+    path = getattr(args, "plot", None)
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    if folder is not None and not os.path.isdir(folder):  # refused before minutes of measuring
+        print(f"hostarray bench: --plot {path}: there is no folder {folder}", file=sys.stderr)
+        return 2
     repeat = int(getattr(args, "repeat", None) or 5)
     try:
         result = collect(getattr(args, "device", None), max_size, repeat)
@@ -1143,7 +1148,6 @@ def run_bench(args: Any) -> int:
         print(json.dumps(result, indent=1, default=float))
     else:
         print_tables(result)
-    path = getattr(args, "plot", None)
     if path:
         try:
             plot(result, path)
@@ -1151,6 +1155,9 @@ def run_bench(args: Any) -> int:
         except ImportError:
             print("hostarray bench: --plot needs matplotlib (pip install matplotlib)",
                   file=sys.stderr)
+        except OSError as e:  # the tables are out; say why the plot is not, no traceback
+            print(f"hostarray bench: --plot {path}: {e.strerror or e}", file=sys.stderr)
+            return 2
     ok = result.get("checks", {}).get("publish_ok", True) and all(
         all(r.get("correct", {}).values()) for r in result.get("roundtrip", []))
     ok = ok and all(all(r["agree"].values()) for r in result.get("laziness", [])

@@ -133,8 +133,25 @@ class HostPtrError(Exception):
 
     Each subclass also derives from the builtin exception of its kind (``ValueError``,
     ``TypeError`` or ``RuntimeError``), keeps its data as attributes, pickles with them,
-    and builds its message in its own ``__str__``.
+    and builds its message in its own ``__str__``.  A device among that data is pickled
+    by its name (``e.device`` is then the string ``str(device)``, which compares equal
+    to the device), so an error unpickles also in a process that does not have the
+    device.
     """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A Device pickles by name and is looked up again when unpickled: inside an error,
+        # that lookup would fail where the device is not (another machine), and replace
+        # the error by an InvalidDevice.  The name alone travels instead.
+        return (type(self), tuple(_by_name(a) for a in self.args),
+                {k: _by_name(v) for k, v in vars(self).items()})
+
+
+def _by_name(value: Any) -> Any:
+    """``str(value)`` for a :class:`~hostarray.Device`, else ``value`` itself."""
+    from ._devices import Device
+
+    return str(value) if type(value) is Device else value
 
 
 class Refused(HostPtrError, ValueError):

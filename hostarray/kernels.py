@@ -17,7 +17,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 import pyopencl as cl
@@ -232,6 +232,21 @@ def _scalar(value: Any, dtype: np.dtype) -> Any:
     if np.isfinite(f) and abs(f) > float(np.finfo(dtype).max):
         raise OverflowError(f"{value!r} is out of range for {dtype.name}")
     return dtype.type(f)
+
+
+def _ints(size: Any) -> tuple[int, ...] | None:
+    """A launch size (an int, or a sequence of them; numpy integers too) as a tuple of
+    ints, or ``None`` where it is not made of integers (a float is not truncated)."""
+    if isinstance(size, (str, bytes)):
+        return None
+    try:
+        return (operator.index(size),)
+    except TypeError:
+        pass
+    try:
+        return tuple(operator.index(v) for v in size)
+    except TypeError:
+        return None
 
 
 class Launch:
@@ -454,13 +469,12 @@ class Kernel:
                             argument=aname, declared=declared, dtype=dtype)
 
     def _sizes(self, global_size: Any, local_size: Any) -> tuple[tuple[int, ...], Any]:
-        gs = (global_size,) if isinstance(global_size, (int, np.integer)) else tuple(global_size)
-        if not gs or any(int(g) <= 0 for g in gs):
+        gs = _ints(global_size)  # ints, not int(): a float size is refused, not truncated
+        if not gs or any(g <= 0 for g in gs):
             raise BadLaunch(self.name, f"global size {global_size!r} must be positive ints")
         if len(gs) > 3:  # OpenCL's limit; refused here, before anything is published
             raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
                                        f"kernels take 1 to 3: flatten the index space")
-        gs = tuple(int(g) for g in gs)
         top = 2 ** int(self.device._cl_device.address_bits)
         if any(g >= top for g in gs):  # a size_t of the device; refused before publishing
             raise self._refuse(f"global size {gs} does not fit the device's "
@@ -477,11 +491,14 @@ class Kernel:
                                    f"{len(gs)} dimension(s); launch over {need} dimensions",
                                    limit=reqd, requested=gs)
             local_size = reqd[:len(gs)]  # the only size the driver takes
-        ls = (local_size,) if isinstance(local_size, (int, np.integer)) else tuple(local_size)
-        if len(ls) != len(gs) or any(int(lv) <= 0 or g % int(lv) for g, lv in zip(gs, ls)):
+        ls_ = _ints(local_size)
+        if ls_ is None:
+            raise BadLaunch(self.name, f"local size {local_size!r} must be positive ints, one "
+                                       f"per dimension of the global size {gs}")
+        ls = ls_
+        if len(ls) != len(gs) or any(lv <= 0 or g % lv for g, lv in zip(gs, ls)):
             raise BadLaunch(self.name, f"global size {gs} is not a multiple of local size "
                                        f"{ls}; round the global size up")
-        ls = tuple(int(lv) for lv in ls)
         dev = self.device
         for d, (lv, most) in enumerate(zip(ls, self._max_items)):
             if lv > most:
@@ -504,8 +521,8 @@ class Kernel:
                                limit=reqd, requested=ls)
         return gs, ls
 
-    def __call__(self, global_size: int | Sequence[int], *args: Any,
-                 local_size: int | Sequence[int] | None = None) -> Launch:
+    def __call__(self, global_size: SupportsIndex | Sequence[SupportsIndex], *args: Any,
+                 local_size: SupportsIndex | Sequence[SupportsIndex] | None = None) -> Launch:
         dev = self.device
         rt = dev.runtime
         if rt.graveyard:
@@ -672,10 +689,19 @@ class Program:
     options : sequence of str, optional
         Extra build options (``-cl-kernel-arg-info`` is always added).
 
+    Attributes
+    ----------
+    device : Device
+        The OpenCL device the program was built for; its kernels launch there.
+    source : str
+        The OpenCL C source, as given.
+
     Raises
     ------
     BuildFailed
         The source does not compile; ``e.log`` has the compiler's errors.
+    DeviceUnavailable
+        ``device`` is not an OpenCL device (the host), or none is found.
 
     Examples
     --------

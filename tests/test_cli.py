@@ -199,3 +199,34 @@ def test_bench_refuses_a_bad_size_before_measuring(size: str, words: list[str]) 
     assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
     for w in words:
         assert w in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(("size", "words"), [
+    ("-1", ["not a size: '-1'"]),
+    ("abc", ["not a size: 'abc'"]),
+    ("1.5B", ["not a whole number of bytes"]),
+])
+def test_bench_refuses_odd_sizes_with_exit_2(size: str, words: list[str]) -> None:
+    r = run_cli("bench", f"--max-size={size}")
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
+    for w in words:
+        assert w in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", ["demo", "bench", "devices"])
+def test_a_wrong_hostarray_link_is_one_sentence_and_exit_2(command: str) -> None:
+    args = {"demo": ["--size", "64", "--repeat", "1"], "bench": ["--max-size", "4KiB"],
+            "devices": []}[command]
+    r = run_cli(command, *args, env={"HOSTARRAY_LINK": "sideways"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
+    assert "HOSTARRAY_LINK='sideways': use one of auto, shared, mapped, copied" in \
+        r.stdout + r.stderr
+
+
+def test_bench_refuses_a_plot_path_it_cannot_write_before_measuring(tmp_path: Path) -> None:
+    r = run_cli("bench", "--max-size", "4KiB", "--plot", str(tmp_path / "no" / "such" / "b.png"))
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
+    assert "--plot" in r.stderr and str(tmp_path / "no" / "such") in r.stderr

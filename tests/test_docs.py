@@ -168,3 +168,27 @@ def test_page_examples(page: Path, cl_device: object) -> None:
                     f"{r.stdout.strip().splitlines()[-1]} (pip install -e .[interop])")
     assert r.returncode == 0, f"examples in {page.name} failed:\n{r.stdout[-6000:]}\n" \
                               f"{r.stderr[-6000:]}"
+
+
+def test_install_page_and_readme_state_what_the_install_script_installs() -> None:
+    """Every package of every extra is named in docs/install.md's table, and the README,
+    where the install command is given, names the test-only drivers it downloads too."""
+    tomllib = pytest.importorskip("tomllib")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]
+    page = (DOCS / "install.md").read_text(encoding="utf-8")
+    table = page.split("### What the script installs, and where", 1)[1].split("\n\n", 2)[1]
+    row = table.splitlines()[2].lower()  # the Python packages' row
+    spoken = {"myst-parser": "myst"}  # how the page names a package, where not by its name
+    missing = []
+    for extra, packages in extras.items():
+        if extra == "bench":  # not installed by the script (HOSTARRAY_EXTRAS picks it)
+            continue
+        for spec in packages:
+            name = re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower()
+            if spoken.get(name, name) not in row:
+                missing.append(f"{name} ({extra})")
+    assert not missing, f"docs/install.md's table does not name {missing}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = " ".join(readme.split("## Set up", 1)[1].split("\n## ", 1)[0].split())
+    assert "test-only OpenCL drivers" in setup and "~/.cache/hostarray-ocl" in setup, setup

@@ -1,8 +1,9 @@
 """The API reference (``docs/api.md``) documents every public member of ``HostPtrArray``,
-``Kernel``, ``Launch`` and ``Stats``: each has an entry (an anchor ``hostarray.CLASS.NAME``)
-in the built page, or is described in its class's own entry (a numpydoc ``Attributes``
-section), or, for the few members that are not methods (``__hash__ = None``), is named in
-the page's source.  A member added to one of these classes without documentation fails here.
+``Program``, ``Kernel``, ``Launch`` and ``Stats``: each has an entry (an anchor
+``hostarray.CLASS.NAME``) in the built page, or is described in its class's own entry (a
+numpydoc ``Attributes`` section), or, for the few members that are not methods
+(``__hash__ = None``), is named in the page's source.  A member added to one of these
+classes without documentation fails here.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ NOT_INTERFACE = {
     "__replace__",  # dataclasses add it on Python >= 3.13 (copy.replace); api.md says so
 }
 CLASSES = {"HostPtrArray": ha.HostPtrArray, "Kernel": kernels.Kernel,
-           "Launch": kernels.Launch, "Stats": ha.Stats}
+           "Launch": kernels.Launch, "Stats": ha.Stats, "Program": kernels.Program}
 
 
 def _instance_attributes(cls: type) -> set[str]:
@@ -71,6 +72,7 @@ def test_member_lists_are_what_the_classes_have() -> None:
     assert {"__call__", "name", "program", "device", "args"} <= public_members(kernels.Kernel)
     assert {"event", "kernel", "device", "wait", "done"} <= public_members(kernels.Launch)
     assert {"publishes", "bytes_moved", "__eq__"} <= public_members(ha.Stats)
+    assert {"device", "source", "kernel_names", "__getattr__"} <= public_members(kernels.Program)
 
 
 @pytest.fixture(scope="module")

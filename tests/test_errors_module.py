@@ -159,6 +159,22 @@ def test_every_error_pickles_with_its_data(protocol: int) -> None:
         assert str(again) == str(e)
 
 
+def test_an_error_naming_a_device_unpickles_where_that_device_is_not() -> None:
+    # an error raised in a worker (dask, multiprocessing) reaches a process that may not
+    # have the device: it must arrive as itself, not as an InvalidDevice from the lookup of
+    # its device attribute (a Device is pickled by name and looked up again)
+    gone = ha.Device("opencl", "opencl:7:0", "a device of another machine", "GPU", 128,
+                     1 << 30, False)
+    made = [errors.Refused(gone, errors.Refusal("size", size=0, limit=1)),
+            errors.BufferExists(0x1000, gone), errors.DeviceUnavailable(gone, "it broke"),
+            errors.BuildFailed(gone, "error: x"), errors.LaunchFailed(gone, -5, kernel="k")]
+    for e in made:
+        again = pickle.loads(pickle.dumps(e))
+        assert type(again) is type(e) and str(again) == str(e)
+        assert again.device == "opencl:7:0", type(e).__name__  # by its name
+    assert gone == made[0].device  # in the process that raised it, still the Device itself
+
+
 def test_a_refusal_pickles_and_rejects_unknown_kinds() -> None:
     r = errors.Refusal("size", size=3, limit=2)
     assert pickle.loads(pickle.dumps(r)) == r

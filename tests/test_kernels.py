@@ -60,6 +60,12 @@ def test_scalars_are_passed_with_the_declared_type(prg, cl_device) -> None:
     assert np.array(out, copy=True).tolist() == [int(v) for v in expected]
 
 
+def test_numpy_integer_sizes(prg, cl_device) -> None:
+    x = ha.zeros((3, 4), dtype=ha.int32, device=cl_device)
+    prg.twod(np.array([4, 3]), x, np.int64(4), local_size=(np.int8(2), np.int8(1)))
+    assert np.array(x, copy=True).tolist() == [[c + 10 * r for c in range(4)] for r in range(3)]
+
+
 def test_two_dimensional_global_size(prg, cl_device) -> None:
     x = ha.zeros((3, 4), dtype=ha.int32, device=cl_device)
     prg.twod((4, 3), x, 4)
@@ -99,6 +105,11 @@ def test_build_failure_carries_the_log(cl_device) -> None:
     (lambda p, x, y: p.axpy(16, "one", x, y), "needs a float"),
     (lambda p, x, y: p.axpy(10, 1.0, x, y, local_size=4), "multiple of local size"),
     (lambda p, x, y: p.axpy(0, 1.0, x, y), "positive"),
+    # a size that is not an int is refused, not truncated (16.5 work-items are not 16)
+    (lambda p, x, y: p.axpy(16.5, 1.0, x, y), "positive ints"),
+    (lambda p, x, y: p.axpy((16.0,), 1.0, x, y), "positive ints"),
+    (lambda p, x, y: p.axpy("16", 1.0, x, y), "positive ints"),
+    (lambda p, x, y: p.axpy(16, 1.0, x, y, local_size=4.0), "local size"),
 ])
 def test_bad_launches_are_typed_and_change_nothing(prg, cl_device, call, match) -> None:
     x = ha.asarray(np.ones(16, dtype=np.float32), device=cl_device)

@@ -321,6 +321,18 @@ def test_allocation_failure_names_the_request(name: str) -> None:
     _check_message(e.value, shape, "float32", 4 * math.prod(shape))
 
 
+@pytest.mark.parametrize("name", ["arange", "linspace"])
+def test_allocation_failure_of_ranges_names_the_request(name: str) -> None:
+    # linspace computes in float64 first: numpy's own message named float64, not the
+    # float32 asked for
+    with pytest.raises(MemoryError) as e:
+        if name == "arange":
+            ha.arange(10**15, dtype=ha.float32)
+        else:
+            ha.linspace(0, 1, 10**15, dtype=ha.float32)
+    _check_message(e.value, (10**15,), "float32", 4 * 10**15)
+
+
 def test_allocation_failure_of_the_like_functions() -> None:
     x = ha.zeros((2, 3), dtype=ha.float32)
     huge = ha.broadcast_to(x[:1, :1], (10**8, 10**7))  # a view: no memory of its own
@@ -349,3 +361,12 @@ def test_allocation_messages_keep_the_exception_types_of_numpy() -> None:
     with pytest.raises(ValueError, match="negative dimensions"):
         ha.empty(-1)
     assert ha.empty(0).shape == (0,) and ha.zeros((2, 0)).shape == (2, 0)
+
+
+def test_arange_of_numpy_integers_is_integral() -> None:
+    # integers are integers whether Python's or numpy's (len(a), a.shape[0], np.int32(n))
+    for args in [(np.int32(4),), (np.int64(1), 7, np.int8(2)), (0, np.uint16(3))]:
+        r = ha.arange(*args)
+        assert r.dtype == ha.int64, (args, r.dtype)
+        assert np.asarray(r).tolist() == list(range(*(int(a) for a in args)))
+    assert ha.arange(np.float32(1.5)).dtype == ha.float64

@@ -133,6 +133,30 @@ def test_user_code_type_checks_without_any(tmp_path: Path,
     assert types[line["reveal_type(s.publishes)"]] in ("int", "builtins.int")
 
 
+def test_numpy_operands_and_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the operators take numpy arrays and scalars (docs/api.md) and give a HostPtrArray; typed
+    # without them, mypy fell back on numpy's reflected operator and said ``ndarray``
+    code = textwrap.dedent('''\
+        import numpy as np
+        import hostarray as ha
+
+        def f(x: ha.HostPtrArray, a: np.ndarray, i: np.int8, s: np.float32) -> None:
+            reveal_type(x + a)
+            reveal_type(x @ a)
+            reveal_type(x < a)
+            reveal_type(x * i)
+            reveal_type(x ** s)
+            x += a
+
+        def g(k: ha.Kernel, x: ha.HostPtrArray, n: np.int64) -> None:
+            reveal_type(k(n, x, local_size=(n,)))  # a launch size may be a numpy integer
+        ''')
+    out, status = _mypy(tmp_path, monkeypatch, code)
+    revealed = re.findall(r'sample\.py:\d+: note: Revealed type is "(.*)"', out)
+    assert revealed == ["hostarray._array.HostPtrArray"] * 5 + ["hostarray.kernels.Launch"], out
+    assert status == 0, out
+
+
 def test_wrong_use_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     code = textwrap.dedent('''\
         import hostarray as ha

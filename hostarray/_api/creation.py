@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import builtins
 import math
+import operator
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -128,10 +130,11 @@ def _too_big(shape: tuple[int, ...], dt: np.dtype, nbytes: int, why: str) -> str
 
 
 def _allocate(shape: tuple[int, ...], dt: np.dtype,
-              make: Callable[[], np.ndarray]) -> np.ndarray:
+              make: Callable[[], np.ndarray], values: bool = False) -> np.ndarray:
     """``make()``, the page-aligned allocation of an array of ``shape`` and ``dt``; its
     failure reported in the user's terms (shape, data type, bytes), not in those of the
-    padded ``uint8`` buffer underneath."""
+    padded ``uint8`` buffer underneath.  ``values``: ``make`` also computes values (a
+    range), so numpy's ``ValueError`` is about them and passes unchanged."""
     nbytes = math.prod(shape) * dt.itemsize
     if nbytes > sys.maxsize:
         raise ValueError(_too_big(shape, dt, nbytes, f"more than the largest allocation a "
@@ -143,6 +146,8 @@ def _allocate(shape: tuple[int, ...], dt: np.dtype,
         raise MemoryError(_too_big(shape, dt, nbytes, "and the allocation failed (not "
                                                       "enough memory)")) from None
     except ValueError as e:  # numpy: "array is too big", "Maximum allowed dimension ..."
+        if values:
+            raise
         raise ValueError(_too_big(shape, dt, nbytes, f"which numpy refused ({e})")) from None
 
 
@@ -304,9 +309,22 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         start, stop = 0, start
     dt = _dtype(dtype)
     if dt is None:
-        dt = np.dtype(np.int64 if all(isinstance(v, int) for v in (start, stop, step))
-                      else np.float64)
-    return wrap(np.arange(start, stop, step, dtype=dt), _result_device(device))
+        dt = np.dtype(np.int64 if all(isinstance(v, (int, np.integer))
+                                      for v in (start, stop, step)) else np.float64)
+    n = _range_length(start, stop, step)
+    return wrap(_allocate((n,), dt, lambda: np.arange(start, stop, step, dtype=dt), True),
+                _result_device(device))
+
+
+def _range_length(start: Any, stop: Any, step: Any) -> int:
+    """How many values ``arange`` makes (for a failed allocation's message; 0 where the
+    arguments are wrong, numpy then says what is wrong)."""
+    try:
+        if all(isinstance(v, int) for v in (start, stop, step)):
+            return builtins.max(0, -((start - stop) // step))
+        return builtins.max(0, math.ceil((stop - start) / step))
+    except (ArithmeticError, TypeError, ValueError):
+        return 0
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
@@ -344,7 +362,10 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     if dt is None:
         dt = np.dtype(np.complex128 if isinstance(start, complex) or isinstance(stop, complex)
                       else np.float64)
-    return wrap(np.linspace(start, stop, num, endpoint=endpoint, dtype=dt),
+    n = operator.index(num)
+    return wrap(_allocate((builtins.max(0, n),), dt,
+                          lambda: np.linspace(start, stop, n, endpoint=endpoint, dtype=dt),
+                          True),
                 _result_device(device))
 
 

@@ -19,9 +19,26 @@ from .._stats import COUNTERS
 from .._storage import PAGE_SIZE, address_of, aligned_empty
 from ..errors import BuildFailed, Refusal, Refused
 
-__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program", "sub_range"]
+__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program", "forced_link",
+           "sub_range"]
 
 LINK_KINDS = ("shared", "mapped", "copied")
+
+
+def forced_link() -> str | None:
+    """The link kind ``HOSTARRAY_LINK`` forces (``None`` for unset or ``auto``).
+
+    Raises
+    ------
+    ValueError
+        ``HOSTARRAY_LINK`` names no link kind.
+    """
+    forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
+    if not forced or forced == "auto":
+        return None
+    if forced not in LINK_KINDS:
+        raise ValueError(f"HOSTARRAY_LINK={forced!r}: use one of auto, {', '.join(LINK_KINDS)}")
+    return forced
 
 _U8: Any = np.uint8  # element type of mapped views (pyopencl's stubs want a dtype object)
 _PROBE_SOURCE = ("__kernel void hostarray_probe(__global int *x) "
@@ -179,14 +196,7 @@ class DeviceRuntime:
     def link(self) -> str:
         """``"shared"``, ``"mapped"`` or ``"copied"`` for new buffers on this device."""
         if self._link is None:
-            forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
-            if forced and forced not in ("auto",):
-                if forced not in LINK_KINDS:
-                    raise ValueError(f"HOSTARRAY_LINK={forced!r}: use one of auto, "
-                                     f"{', '.join(LINK_KINDS)}")
-                self._link = forced
-            else:
-                self._link = self._check_link()
+            self._link = forced_link() or self._check_link()
         return self._link
 
     def _check_link(self) -> str:
