@@ -399,9 +399,8 @@ class OpenCLBuffer:
         sub-buffer's last launch is done, one wait otherwise, and none at all in the common
         case, where views reuse their sub-buffer or don't overlap.  A sub-buffer handed out
         for a command not named yet (a raw ``cl_buffer`` use, a launch the driver refused)
-        waits for the whole queue.  The memory object then goes to the runtime's graveyard
-        (:meth:`DeviceRuntime.bury`): NVIDIA's clReleaseMemObject blocks while the queue
-        runs, so it is released now when the queue is idle, else at the next sync."""
+        waits for the whole queue.  The memory object is then released at once, never kept
+        beside the new overlapping one (NVIDIA crashed releasing such sub-buffers later)."""
         lo, hi = key
         ranges = self._ranges
         stop = bisect.bisect_left(ranges, (hi, hi))  # ranges[:stop] start before hi
@@ -427,7 +426,12 @@ class OpenCLBuffer:
                         ev.wait()
                     except cl.Error:  # a failed command: done; its launch reports it
                         pass
-        self.runtime.bury(*dead)
+        # Released now, before the overlapping one is created: kept alive beside it (the
+        # graveyard), NVIDIA's driver crashed when they were released later (measured on
+        # the H200: benchmarks/probe_views.py, variant newdefer).  The release may block
+        # while the queue still runs (NVIDIA), a cost paid only when views overlap.
+        for d in dead:
+            d.release()
 
     def __del__(self) -> None:
         # the buffer and its sub-buffers go to the runtime: released at once when nothing
