@@ -341,7 +341,8 @@ def test_an_overlapping_view_retires_the_old_sub_buffer_after_its_launch(
     prg.add(2 * g, x[2 * g:4 * g], 1.0, 0)  # overlaps the first view: retires its sub
     assert first.done, "the old sub-buffer was retired while its launch could still run"
     buf = x._s.buffers[cl_device]
-    assert old not in buf.subs.values()
+    assert all(s is not old for s in buf.subs.values())  # identity: a released handle may
+    # compare equal to a new one (pyopencl compares the driver pointers)
     assert buf.sub_ranges() == [(2 * cl_device.alignment, 4 * cl_device.alignment)]
     assert ha.stats().waits - before.waits <= 1
     want = np.arange(8 * g, dtype=np.float32)
