@@ -206,6 +206,10 @@ class Coherence:
         return self._runs([(a, b, key) for a, b, v in self._segments(0, self.size)
                            if HOST not in v and key in v])
 
+    def device_of(self, token: Any) -> Hashable | None:
+        """The device of an in-flight launch or transfer (``None`` once forgotten)."""
+        return next((f[1] for f in self.inflight if f[0] is token), None)
+
     def launches_on(self, key: Hashable) -> list[Any]:
         """Tokens of ``key``'s launches (and transfers) not yet known finished."""
         return [f[0] for f in self.inflight if f[1] == key]

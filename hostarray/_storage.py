@@ -328,7 +328,7 @@ class Storage:
         if not failed:
             return
         coh = self.coh
-        where = {id(f[0]): f[1] for f in coh.inflight}
+        where = {id(t): coh.device_of(t) for t in failed}
         coh.drop_launches(failed)
         self._mirror()
         # a kernel's failure first: after a fault some drivers fail every later command,
@@ -341,7 +341,7 @@ class Storage:
             # one error at a time: the other failed launches at the next host accesses
             self.unreported.extend(f for f in failed[i + 1:] if hasattr(f, "claim_report"))
             self._mirror()
-            device = getattr(t, "device", None) or key or where.get(id(t), "the device")
+            device = getattr(t, "device", None) or key or where.get(id(t)) or "the device"
             kernel = getattr(t, "kernel", None)
             what = None if kernel else "a transfer or raw pyopencl command"
             raise LaunchFailed(device, status(t), what, kernel)
@@ -461,7 +461,7 @@ class Storage:
         still use those bytes are waited for (their queues are not ordered with
         ``key``'s)."""
         coh = self._before_launch()
-        if writes and coh.inflight:
+        if writes:
             self._wait_for(coh.hazards_for_device_write(key, lo, hi))
         acquires, publishes = coh.plan_device_read(key, lo, hi)
         if acquires:
