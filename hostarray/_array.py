@@ -9,6 +9,7 @@ to (``_device``).  Every host read goes through :meth:`HostPtrArray._host`
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -389,7 +390,15 @@ class HostPtrArray:
         >>> ha.asarray([1.5, 2.5]).item(1)
         2.5
         """
-        return self._host().item(*args)
+        s = self._s
+        if s.host_stale:
+            a = self._a
+            try:  # only the element's bytes (its 0-d view)
+                element = a[_item_key(a, args)]
+            except (IndexError, TypeError, ValueError):
+                element = a  # numpy raises its own error below
+            s.sync_for_host_read(element)
+        return self._a.item(*args)
 
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any, /) -> HostPtrArray:
@@ -576,6 +585,17 @@ def _host_values(v: Any) -> Any:
     if hasattr(t, "__array__"):
         return np.asarray(v)
     return v
+
+
+def _item_key(a: np.ndarray, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The basic index of the element ``a.item(*args)`` reads, ending in ``...`` (so that
+    ``a[key]`` is its 0-d view): one flat index, or one index per axis."""
+    if len(args) == 1 and type(args[0]) is tuple:
+        args = args[0]
+    if len(args) == 1 and a.ndim != 1:
+        i = operator.index(args[0])
+        args = tuple(np.unravel_index(i + a.size if i < 0 else i, a.shape))
+    return (*(operator.index(i) for i in args), ...)
 
 
 def _numpy_key(key: Any) -> Any:

@@ -282,6 +282,24 @@ class Coherence:
         """Whether raw views that may write behind our back are alive."""
         return bool(self.escapes)
 
+    def raw_views_reach(self, lo: int, hi: int) -> bool:
+        """Whether a live raw view covers any byte of ``[lo, hi)``: a launch there must be
+        done before the call returns (the raw view may write those bytes right after)."""
+        return any(a < hi and lo < b for a, b in self.escapes)
+
+    def plan_raw_view_acquire(self, lo: int, hi: int) -> list[Run]:
+        """Ranges to acquire right after a launch wrote ``[lo, hi)``: the parts live raw
+        views cover, so they see the result without asking.  The rest stays lazy (a
+        hostarray read acquires it when it looks)."""
+        parts = sorted((max(lo, a), min(hi, b)) for a, b in self.escapes if a < hi and lo < b)
+        merged: list[tuple[int, int]] = []
+        for a, b in parts:
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+            else:
+                merged.append((a, b))
+        return self._runs([r for a, b in merged for r in self.plan_host_read(a, b)])
+
     # -- device reads and writes -------------------------------------------------------------
     def plan_device_read(self, key: Hashable, lo: int, hi: int
                          ) -> tuple[list[Run], list[Run]]:

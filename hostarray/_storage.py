@@ -487,8 +487,9 @@ class Storage:
             coh.device_read_launched(key, lo, hi, token)
         if coh.escaped:
             if writes:
-                self._acquire(coh.plan_host_read(lo, hi))  # raw views must see the result
-            else:
+                # raw views must see the result (only the bytes they cover)
+                self._acquire(coh.plan_raw_view_acquire(lo, hi))
+            elif coh.raw_views_reach(lo, hi):
                 # a raw view may be written right after this call: the launch (and
                 # its publish, a copy still reading host memory) must be done first
                 self._wait_for([token])
