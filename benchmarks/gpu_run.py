@@ -13,10 +13,11 @@ folder named by the environment variable OUT, else ``gpu_out/`` in the repositor
 Writes (at most 8 files): ``log.txt`` (everything), ``devices.txt``
 (``hostarray devices`` and ``--json``), ``demo.txt`` (``hostarray demo``),
 ``bench.txt`` (the tables), ``bench.json`` (the numbers; those of
-``bench_iterative.py`` and ``bench_half.py`` under ``"iterative"`` and ``"half"``),
-``bench.png`` (the plot), ``peers.txt`` (the tables of ``bench_iterative.py`` and
-``bench_half.py``: hostarray against CuPy and pyopencl.array, 1 MiB to 1 GiB, each
-run as its own process), ``pytest.txt`` (the device tests, with ``--tests``).
+``bench_iterative.py``, ``bench_half.py`` and ``bench_launch.py`` under ``"iterative"``,
+``"half"`` and ``"launch"``), ``bench.png`` (the plot), ``peers.txt`` (the tables of
+``bench_iterative.py`` and ``bench_half.py``: hostarray against CuPy and pyopencl.array,
+1 MiB to 1 GiB, and of ``bench_launch.py``: the cost of one launch against raw pyopencl
+and CuPy; each run as its own process), ``pytest.txt`` (the device tests, with ``--tests``).
 """
 
 from __future__ import annotations
@@ -166,6 +167,15 @@ def main() -> int:
                 result[key] = json.load(f)
             with open(os.path.join(OUT, "bench.json"), "w") as f:
                 json.dump(result, f, indent=1, default=float)
+    with step(f"bench_launch.py: one kernel launch, hostarray vs raw pyopencl and CuPy, 4 KiB "
+              f"and 1 MiB, medians of {repeat} batches"):
+        path = os.path.join(tempfile.mkdtemp(), "launch.json")
+        sh([sys.executable, os.path.join("benchmarks", "bench_launch.py"), "--device", str(dev),
+            "--repeat", str(repeat), "--profile", "--json", path], "peers.txt", timeout=600)
+        with open(path) as f:
+            result["launch"] = json.load(f)
+        with open(os.path.join(OUT, "bench.json"), "w") as f:
+            json.dump(result, f, indent=1, default=float)
     with step("tables and plot"):
         with open(os.path.join(OUT, "bench.txt"), "w") as f:
             f.write(format_tables(result) + "\n")

@@ -301,6 +301,29 @@ class Coherence:
         return self._runs([r for a, b in merged for r in self.plan_host_read(a, b)])
 
     # -- device reads and writes -------------------------------------------------------------
+    def device_ready(self, key: Hashable, lo: int, hi: int, writes: bool = False) -> bool:
+        """Whether a launch on ``key`` may read ``[lo, hi)`` (and, if ``writes``, write it)
+        with nothing to do first: no raw view may have written since the last launch (no
+        escape, none ending), ``key`` holds the newest bytes of all of it, and, for a
+        write, no launch or transfer on another device still uses them.
+
+        Then :meth:`raw_views_may_have_written` would change nothing,
+        :meth:`plan_device_read` plans nothing and :meth:`hazards_for_device_write` names
+        nothing: the launch path of an array that stays on its device skips them.
+        ``False`` only says to ask them (it is also the answer wherever one segment does
+        not cover the range)."""
+        if self.escapes or self.deferred_ends or not 0 <= lo < hi <= self.size:
+            return False
+        starts = self._starts  # the segment holding lo must reach hi
+        i = bisect_right(starts, lo) - 1
+        if (i + 1 < len(starts) and starts[i + 1] < hi) or key not in self._valid[i]:
+            return False
+        if writes:
+            for f in self.inflight:
+                if f[2] < hi and lo < f[3] and f[1] is not key and f[1] != key:
+                    return False
+        return True
+
     def plan_device_read(self, key: Hashable, lo: int, hi: int
                          ) -> tuple[list[Run], list[Run]]:
         """``(acquires, publishes)`` needed before a launch on ``key`` reads ``[lo, hi)``:
@@ -340,10 +363,27 @@ class Coherence:
     def device_read_launched(self, key: Hashable, lo: int, hi: int, token: Any) -> None:
         """A launch on ``key`` reads ``[lo, hi)`` (a write-after-read hazard)."""
         self._launched(token, key, lo, hi)
-        self._refresh()
+        # the map is unchanged (host_stale too); something is in flight: not exclusive
+        self.host_exclusive = False
 
     def device_written(self, key: Hashable, lo: int, hi: int, token: Any) -> None:
         """A launch on ``key`` writes ``[lo, hi)``: ``key`` is the only side holding it."""
+        if 0 <= lo < hi <= self.size:
+            starts = self._starts  # one segment covering [lo, hi) (as device_ready)
+            i = bisect_right(starts, lo) - 1
+            if i + 1 == len(starts) or starts[i + 1] >= hi:
+                valid = self._valid[i]
+                if len(valid) == 1:
+                    (side,) = valid  # by identity: a key's __hash__ may be Python
+                    if side is key:
+                        # key alone held these bytes already (a kernel working on data
+                        # that stays on its device): the map and host_stale are unchanged
+                        inflight = self.inflight  # _launched, inlined
+                        inflight.append((token, key, lo, hi))
+                        if len(inflight) > _COMPACT_AT:
+                            self._compact()
+                        self.host_exclusive = False
+                        return
         only = frozenset((key,))
         self._set(lo, hi, lambda v: only)
         self._launched(token, key, lo, hi)
@@ -353,15 +393,22 @@ class Coherence:
         inflight = self.inflight
         inflight.append((token, key, lo, hi))
         if len(inflight) > _COMPACT_AT:
-            # A device's queue is in order: its newest token covers the older ones, over
-            # the union of their ranges.  Without this, an array only ever read by
-            # kernels (never waited for) collects one token per launch.
-            merged: dict[Hashable, _Flight] = {}
-            for t, k, a, b in inflight:
-                old = merged.get(k)
-                merged[k] = (t, k, a, b) if old is None else (t, k, min(a, old[2]),
-                                                            max(b, old[3]))
-            self.inflight = list(merged.values())
+            self._compact()
+
+    def _compact(self) -> None:
+        """A device's queue is in order: its newest token covers the older ones, over the
+        union of their ranges.  Without this, an array only ever read by kernels (never
+        waited for) collects one token per launch.  (A list searched by identity first: a
+        device key's ``__hash__`` may be Python.)"""
+        merged: list[_Flight] = []
+        for t, k, a, b in self.inflight:
+            for j, m in enumerate(merged):
+                if m[1] is k or m[1] == k:
+                    merged[j] = (t, k, min(a, m[2]), max(b, m[3]))
+                    break
+            else:
+                merged.append((t, k, a, b))
+        self.inflight = merged
 
     def drop_launches(self, tokens: list[Any]) -> None:
         """Forget ``tokens`` (launches that failed: reported once, not waited for again)."""

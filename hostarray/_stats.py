@@ -7,7 +7,7 @@ guessing it from timings.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 
 __all__ = ["Stats", "stats", "reset_stats"]
 
@@ -55,18 +55,39 @@ class Stats:
 
 
 class _Counters:
-    # One lock for all counters: they are only touched when a real
-    # synchronisation happens, never on the fast path of an array access.
+    # One lock for all counters: they are only touched when a real synchronisation or a
+    # launch happens, never on the fast path of an array access.  Plain ints under the
+    # lock (a launch adds one; a frozen Stats rebuilt per call cost microseconds);
+    # ``value`` is the snapshot.
+    __slots__ = ("lock", "counts")
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.value = Stats()
+        self.counts = dict.fromkeys(_FIELDS, 0)
 
     def add(self, **deltas: int) -> None:
         with self.lock:
-            v = self.value
-            self.value = replace(v, **{k: getattr(v, k) + d for k, d in deltas.items()})
+            counts = self.counts
+            for k, d in deltas.items():
+                counts[k] += d
+
+    def launched(self) -> None:
+        """One kernel launch enqueued (``add(launches=1)``, on every launch)."""
+        with self.lock:
+            self.counts["launches"] += 1
+
+    @property
+    def value(self) -> Stats:
+        with self.lock:
+            return Stats(**self.counts)
+
+    @value.setter
+    def value(self, stats: Stats) -> None:
+        with self.lock:
+            self.counts = {k: getattr(stats, k) for k in _FIELDS}
 
 
+_FIELDS = tuple(f.name for f in fields(Stats))
 COUNTERS = _Counters()
 
 
@@ -93,5 +114,4 @@ def reset_stats() -> None:
     >>> ha.stats().acquires
     0
     """
-    with COUNTERS.lock:
-        COUNTERS.value = Stats()
+    COUNTERS.value = Stats()

@@ -237,9 +237,10 @@ class Storage:
     # -- device buffers ------------------------------------------------------------
     def _mirror(self) -> None:
         c = self.coh
-        # failures still to report send every host access down the slow path
-        self.host_stale = c.host_stale or bool(self.unreported)
-        self.host_exclusive = c.host_exclusive and not self.unreported
+        if self.unreported:  # failures still to report send every host access down the slow path
+            self.host_stale, self.host_exclusive = True, False
+        else:
+            self.host_stale, self.host_exclusive = c.host_stale, c.host_exclusive
 
     def _report_pending(self) -> None:
         """Raise the next failed launch not reported yet (one per host access)."""
@@ -460,6 +461,8 @@ class Storage:
         ``writes``: the launch also writes, so launches on other devices that
         still use those bytes are waited for (their queues are not ordered with
         ``key``'s)."""
+        if self.user is None and self.coh.device_ready(key, lo, hi, writes):
+            return  # nothing to publish, acquire or wait for (Coherence.device_ready)
         coh = self._before_launch()
         if writes:
             self._wait_for(coh.hazards_for_device_write(key, lo, hi))
@@ -485,7 +488,7 @@ class Storage:
             coh.device_written(key, lo, hi, token)
         else:
             coh.device_read_launched(key, lo, hi, token)
-        if coh.escaped:
+        if coh.escapes:
             if writes:
                 # raw views must see the result (only the bytes they cover)
                 self._acquire(coh.plan_raw_view_acquire(lo, hi))

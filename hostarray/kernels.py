@@ -15,6 +15,7 @@ import math
 import operator
 import re
 import threading
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -328,7 +329,16 @@ class _Pending:
 
     def _prune(self) -> None:
         q = self.launches
-        while q and (not q[0]._keep or q[0].done):
+        while q:
+            head = q[0]
+            if head._keep:
+                # Launch.done, inlined (on every launch): finished, or failed (a negative
+                # status, or an error asking for it)
+                try:
+                    if int(head._run.event.command_execution_status) > _COMPLETE:
+                        return
+                except cl.Error:
+                    pass
             q.popleft()._keep = []
 
     def prune(self) -> None:
@@ -337,6 +347,7 @@ class _Pending:
 
 
 _PENDING: dict[Device, _Pending] = {}
+_COMPLETE = int(cl.command_execution_status.COMPLETE)
 
 
 @atexit.register
@@ -419,8 +430,18 @@ class Kernel:
                 self.args.append((aname, "scalar", tname.strip()))
         # buffer arguments are unset after each enqueue (see __call__)
         self._buffer_args = tuple(self._pointee)
-        # what __call__ walks: (name, kind, access/scalar type, declared type, dtypes taken)
-        self._spec = [(*a, *self._pointee.get(i, ("", None))) for i, a in enumerate(self.args)]
+        # what __call__ walks: (index, name, kind, access/scalar type, declared type,
+        # dtypes taken)
+        self._spec = [(i, *a, *self._pointee.get(i, ("", None)))
+                      for i, a in enumerate(self.args)]
+        self._nargs = n
+        # per argument position: the last array view passed there and its checked offset in
+        # its storage's buffer, ``(weakref to the view, weakref to its storage, offset)``
+        # (weak: the kernel must not keep host memory alive)
+        self._views: list[tuple[Any, Any, int] | None] = [None] * n
+        self._rt = self.device.runtime  # created once per device, never replaced
+        self._pending = _PENDING.setdefault(self.device, _Pending())
+        self._top = 2 ** int(cl_dev.address_bits)  # global sizes must fit a size_t
         # scalars declared: pyopencl packs them directly (about 6 us less per scalar and
         # launch than its untyped path, which tries one conversion after another)
         self._cl.set_scalar_arg_dtypes([_SCALAR_TYPES.get(info)  # type: ignore[arg-type]
@@ -469,13 +490,27 @@ class Kernel:
                             argument=aname, declared=declared, dtype=dtype)
 
     def _sizes(self, global_size: Any, local_size: Any) -> tuple[tuple[int, ...], Any]:
+        if local_size is None and self._reqd is None:
+            # the common case, accepted at once: a positive int (x.size) or 1 to 3 of them
+            # (x.shape) that fit the device's size_t; anything else takes the checks below
+            top = self._top
+            t = type(global_size)
+            if t is int:
+                if 0 < global_size < top:
+                    return (global_size,), None
+            elif t is tuple and 0 < len(global_size) <= 3:
+                for g in global_size:
+                    if type(g) is not int or not 0 < g < top:
+                        break
+                else:
+                    return global_size, None
         gs = _ints(global_size)  # ints, not int(): a float size is refused, not truncated
         if not gs or any(g <= 0 for g in gs):
             raise BadLaunch(self.name, f"global size {global_size!r} must be positive ints")
         if len(gs) > 3:  # OpenCL's limit; refused here, before anything is published
             raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
                                        f"kernels take 1 to 3: flatten the index space")
-        top = 2 ** int(self.device._cl_device.address_bits)
+        top = self._top
         if any(g >= top for g in gs):  # a size_t of the device; refused before publishing
             raise self._refuse(f"global size {gs} does not fit the device's "
                                f"{top.bit_length() - 1}-bit size_t", limit=top - 1,
@@ -524,17 +559,18 @@ class Kernel:
     def __call__(self, global_size: SupportsIndex | Sequence[SupportsIndex], *args: Any,
                  local_size: SupportsIndex | Sequence[SupportsIndex] | None = None) -> Launch:
         dev = self.device
-        rt = dev.runtime
+        rt = self._rt
         if rt.graveyard:
             rt.sweep()
-        if len(args) != len(self.args):
+        if len(args) != self._nargs:
             raise BadLaunch(self.name, f"it takes {len(self.args)} arguments "
                                        f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
         gs, ls = self._sizes(global_size, local_size)
         values: list[Any] = []
         uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, spans (lo, hi, mode)]
         local_bytes = 0
-        for (aname, kind, info, declared, takes), arg in zip(self._spec, args):
+        views = self._views
+        for (i, aname, kind, info, declared, takes), arg in zip(self._spec, args):
             if kind == "buffer":
                 mode = info
                 if isinstance(arg, Access):
@@ -550,23 +586,35 @@ class Kernel:
                 if not isinstance(arg, HostPtrArray):
                     raise BadLaunch(self.name, f"argument {aname!r} is a pointer: pass a "
                                                f"HostPtrArray, not {type(arg).__name__}")
-                if arg._device != dev and arg._device.framework == "opencl":
+                where = arg._device
+                if where is not dev and where != dev and where.framework == "opencl":
                     raise BadLaunch(self.name, f"argument {aname!r} is on {arg._device}, the "
                                                f"kernel on {dev}; use x.to_device({str(dev)!r})")
-                if takes is not None and arg._a.dtype not in takes:
-                    raise self._type_mismatch(aname, declared, arg._a.dtype)
                 a, s = arg._a, arg._s
+                if takes is not None and a.dtype not in takes:
+                    raise self._type_mismatch(aname, declared, a.dtype)
                 if mode != READ and not a.flags.writeable:
                     raise BadLaunch(self.name, f"argument {aname!r} is read-only but the "
                                                f"kernel may write it; pass ha.read(x) or a copy")
                 # one contiguous range at a sub-buffer origin (NotHostBacked / Refused),
-                # over memory the device may use: refused now, before any buffer is created
-                off = view_offset(arg, dev, f"argument {aname!r} of kernel {self.name!r}")
+                # over memory the device may use: refused now, before any buffer is created.
+                # The offset depends only on the view and its storage (an ndarray's address,
+                # shape and strides stay as created): the same pair passed here again reuses it
+                seen = views[i]
+                if seen is not None and seen[0]() is a and seen[1]() is s:
+                    off = seen[2]
+                else:
+                    off = view_offset(arg, dev, f"argument {aname!r} of kernel {self.name!r}")
+                    views[i] = (weakref.ref(a), weakref.ref(s), off)
                 if dev not in s.buffers:
                     check_storage(s, dev, id(arg))
-                values.append((arg, off, a.nbytes))  # its buffer once every arg is checked
-                u = uses.setdefault(id(s), [s, []])
-                span = (off, off + a.nbytes, mode != READ)
+                nbytes = a.nbytes
+                values.append((arg, off, nbytes))  # its buffer once every arg is checked
+                u = uses.get(id(s))
+                if u is None:
+                    uses[id(s)] = [s, [(off, off + nbytes, mode)]]
+                    continue
+                span = (off, off + nbytes, mode != READ)
                 for lo, hi, other_mode in u[1]:
                     if (lo, hi) == span[:2] or hi <= span[0] or span[1] <= lo:
                         continue
@@ -581,16 +629,16 @@ class Kernel:
                     # both only read: the whole array with a part is defined, and so are
                     # parts that share one sub-buffer; two different overlapping sub-buffers
                     # can't be live at once (OpenCLBuffer.handle retires one for the other)
-                    if 0 < hi - lo < s.nbytes and 0 < a.nbytes < s.nbytes and \
+                    if 0 < hi - lo < s.nbytes and 0 < nbytes < s.nbytes and \
                             sub_range(lo, hi - lo, dev.alignment, s.nbytes) != \
-                            sub_range(off, a.nbytes, dev.alignment, s.nbytes):
+                            sub_range(off, nbytes, dev.alignment, s.nbytes):
                         raise self._refuse(
                             f"argument {aname!r} and another argument are overlapping parts of "
                             f"the same array (bytes {span[0]}-{span[1]} and {lo}-{hi}): they "
                             f"would need two overlapping sub-buffers, which hostarray never "
                             f"keeps at once; pass the whole array once with an offset "
                             f"argument, or a copy of one part", argument=aname)
-                u[1].append((off, off + a.nbytes, mode))
+                u[1].append((off, off + nbytes, mode))
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
                     raise BadLaunch(self.name, f"argument {aname!r} is __local: pass "
@@ -626,51 +674,69 @@ class Kernel:
                                f"arrays", limit=self._local_limit,
                                requested=local_bytes + self._static_local)
         storages = list(uses.values())
-        with locked(u[0] for u in storages):  # one global lock order: no deadlock
-            # buffers looked up (created on first use) under the locks: another thread's
-            # free_buffer can't drop one between here and the enqueue
-            values = [(ensure_buffer(v[0], dev), v[1], v[2]) if isinstance(v, tuple) else v
-                      for v in values]
-            # only the bytes each argument covers move; write-only (ha.write) publishes
-            # nothing: the kernel overwrites its whole range
-            for s, spans in storages:
-                for lo, hi, mode in spans:
-                    if mode != WRITE:
-                        s.prepare_device_read(dev, lo, hi, writes=mode != READ)
-                    else:
-                        s.prepare_device_write(dev, lo, hi)
-            cl_args = [v[0].handle(v[1], v[2]) if isinstance(v, tuple) else v for v in values]
-            with self._lock:
-                try:
-                    self._cl.set_args(*cl_args)
-                    ev = cl.enqueue_nd_range_kernel(dev.runtime.queue, self._cl, gs, ls)
-                    dev.runtime.last_event = ev
-                except cl.Error as e:
-                    raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
-                finally:
-                    # The enqueued command holds its own arguments.  The kernel object
-                    # must not go on naming these memory objects: it would keep them
-                    # (and the host memory under them) alive until the next launch, and
-                    # once released a stale argument crashed NVIDIA's driver.  A NULL
-                    # buffer argument is valid OpenCL for __global/__constant pointers.
-                    for j in self._buffer_args:
-                        self._cl.set_arg(j, None)
-            # the sub-buffers remember their newest command: retiring one waits for it
-            for v in values:
-                if isinstance(v, tuple):
-                    v[0].used(v[1], v[2], ev)
-            run = _Run(ev, self.name, dev)
-            for s, spans in storages:
-                for lo, hi, mode in spans:
-                    if mode == READ:
-                        s.record_launch(dev, run, lo, hi, writes=False)
-                for lo, hi, mode in spans:
-                    if mode != READ:
-                        s.record_launch(dev, run, lo, hi, writes=True)
-        COUNTERS.add(launches=1)
-        launch = Launch(run, [u[0] for u in storages])
-        _PENDING.setdefault(dev, _Pending()).add(launch)
+        # one storage: its lock alone; others: in one global order (no deadlock)
+        with storages[0][0].lock if len(storages) == 1 else locked(u[0] for u in storages):
+            run = self._enqueue(dev, rt, gs, ls, values, storages)
+        COUNTERS.launched()
+        launch = Launch(run, [storages[0][0]] if len(storages) == 1 else
+                        [u[0] for u in storages])
+        self._pending.add(launch)
         return launch
+
+    def _enqueue(self, dev: Device, rt: Any, gs: tuple[int, ...], ls: Any, values: list[Any],
+                 storages: list[list[Any]]) -> _Run:
+        """The checked launch, under the locks of its storages: publish what the device
+        lacks, enqueue, record.  ``values`` holds ``(array, offset, nbytes)`` per pointer
+        argument, the value itself for the others."""
+        # buffers looked up (created on first use) under the locks: another thread's
+        # free_buffer can't drop one between here and the enqueue
+        args: list[Any] = []
+        for v in values:
+            if type(v) is tuple:
+                x = v[0]
+                buf = x._s.buffers.get(dev)
+                if buf is None:
+                    buf = ensure_buffer(x, dev)
+                args.append((buf, v[1], v[2]))
+            else:
+                args.append(v)
+        # only the bytes each argument covers move; write-only (ha.write) publishes
+        # nothing: the kernel overwrites its whole range
+        for s, spans in storages:
+            for lo, hi, mode in spans:
+                if mode != WRITE:
+                    s.prepare_device_read(dev, lo, hi, mode != READ)
+                else:
+                    s.prepare_device_write(dev, lo, hi)
+        cl_args = [v[0].handle(v[1], v[2]) if type(v) is tuple else v for v in args]
+        k = self._cl
+        with self._lock:
+            try:
+                k.set_args(*cl_args)
+                ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
+            except cl.Error as e:
+                raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
+            finally:
+                # The enqueued command holds its own arguments.  The kernel object
+                # must not go on naming these memory objects: it would keep them
+                # (and the host memory under them) alive until the next launch, and
+                # once released a stale argument crashed NVIDIA's driver.  A NULL
+                # buffer argument is valid OpenCL for __global/__constant pointers.
+                for j in self._buffer_args:
+                    k.set_arg(j, None)
+        # the sub-buffers remember their newest command: retiring one waits for it
+        for v in args:
+            if type(v) is tuple:
+                v[0].used(v[1], v[2], ev)
+        run = _Run(ev, self.name, dev)
+        for s, spans in storages:
+            for lo, hi, mode in spans:
+                if mode == READ:
+                    s.record_launch(dev, run, lo, hi, False)
+            for lo, hi, mode in spans:
+                if mode != READ:
+                    s.record_launch(dev, run, lo, hi, True)
+        return run
 
 
 class Program:

@@ -319,6 +319,35 @@ def test_peer_benchmarks_run_check_and_count(script: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.device
+def test_launch_benchmark_runs_checks_and_counts(tmp_path: Path) -> None:
+    dev = _opencl_device()
+    out = tmp_path / "launch.json"
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_launch.py"),
+                        "--sizes", "4KiB", "--launches", "20", "--repeat", "1", "--profile",
+                        "--device", str(dev), "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _check_tables(p.stdout, 3)  # the times, hostarray above pyopencl, the profile
+    assert "synchronised nothing while launching: True" in p.stdout
+    r = json.loads(out.read_text())
+    assert r["benchmark"] == "launch" and r["launches"] == 20 and r["goal_us"] == 10
+    (row,) = r["rows"]
+    assert row["size"] == 4096 and row["device_s"] > 0
+    runs = row["runs"]
+    assert set(runs) == {"ha", "cl", "cl call", "cl ha-buf", "cupy raw", "cupy ew"}
+    for name, run in runs.items():
+        if "skipped" in run:
+            assert name.startswith("cupy"), run
+            continue
+        assert run["correct"] and run["s_per_launch"] > 0 and run["host_s_per_launch"] > 0
+        assert run["limit"] in {"device", "driver", "Python", "host"}, run["limit"]
+    assert runs["ha"]["stats"] == {"launches": 20, "publishes": 0, "acquires": 0, "waits": 0}
+    assert runs["ha"]["profile"] and isinstance(row["goal_met"], bool)
+    assert row["ha_over_cl_us"] == pytest.approx(
+        (runs["ha"]["s_per_launch"] - runs["cl"]["s_per_launch"]) * 1e6)
+
+
+@pytest.mark.device
 def test_peer_benchmark_fails_loudly_on_a_wrong_value(capsys: pytest.CaptureFixture) -> None:
     dev = _opencl_device()
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))

@@ -146,7 +146,15 @@ class CoherenceModel(RuleBasedStateMachine):
         if key not in self.c.devices:
             return
         lo, hi = span
+        # the launch path's shortcut: when it says nothing is to do, nothing is
+        ready = self.c.device_ready(key, lo, hi, writes=mode != "r")
+        before = self.c.validity()
         self._raw_views_may_have_written()
+        if ready:
+            assert self.c.validity() == before
+            assert self.c.plan_device_read(key, lo, hi) == ([], [])
+            if mode != "r":
+                assert self.c.hazards_for_device_write(key, lo, hi) == []
         if mode != "r":
             hazards = self.c.hazards_for_device_write(key, lo, hi)
             self._check_hazards(hazards, lo, hi, other_than=key)
@@ -329,3 +337,28 @@ def test_compacted_launches_keep_every_range() -> None:
     assert c.hazards_for_device_write("e", 0, 16) == [8]
     assert c.hazards_for_host_write(256 * 11, 256 * 11 + 1) == [11]
     assert c.hazards_for_device_write("d", 0, 16) == []
+
+
+def test_device_ready_says_when_a_launch_has_nothing_to_do() -> None:
+    c = Coherence(4096)
+    c.add_device("d")
+    c.add_device("e")
+    assert not c.device_ready("d", 0, 4096)  # nothing published yet
+    c.published("d", 0, 4096)
+    assert c.device_ready("d", 0, 4096, writes=True) and c.device_ready("d", 8, 16)
+    assert not c.device_ready("d", 0, 4097) and not c.device_ready("d", 16, 16)
+    c.device_written("d", 0, 4096, token="k1")
+    assert c.host_stale and not c.host_exclusive
+    c.device_written("d", 0, 4096, token="k2")  # the map unchanged: the shortcut
+    assert c.validity() == [(0, 4096, {"d"})] and c.host_stale and not c.host_exclusive
+    assert c.hazards_for_host_write(0, 4) == ["k1", "k2"]
+    assert c.device_ready("d", 0, 4096, writes=True)
+    assert not c.device_ready("e", 0, 4096)  # e lacks the newest bytes
+    c.acquired("d", 0, 2048)  # two segments now: the general path answers
+    assert not c.device_ready("d", 0, 4096) and c.device_ready("d", 0, 2048)
+    c.published("e", 0, 2048)
+    c.device_read_launched("e", 0, 2048, token="r")
+    assert c.device_ready("d", 0, 2048) and not c.device_ready("d", 0, 2048, writes=True)
+    assert c.device_ready("d", 2048, 4096, writes=True)  # e's read is elsewhere
+    c.escape_begins(0, 16)
+    assert not c.device_ready("d", 2048, 4096)  # a raw view may write: ask the planner

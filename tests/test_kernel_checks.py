@@ -532,3 +532,64 @@ def test_read_write_arguments_prepare_a_device_write(prg, cl_device, monkeypatch
     y = ha.ones(64, dtype=ha.float32, device=cl_device)
     prg.axpy(64, 1.0, x, y)
     assert sorted(calls) == sorted([(id(x._s), False), (id(y._s), True)])
+
+
+# -- F: the launch path's shortcuts (issue 12) answer as the full checks do --------------------
+
+@pytest.mark.parametrize(("size", "says"), [
+    (0, "must be positive ints"), (-1, "must be positive ints"), (16.0, "must be positive ints"),
+    ((), "must be positive ints"), ((16, 0), "must be positive ints"),
+    ((4, 2, 1, 2), "take 1 to 3"), (2**64, "size_t"), ((2**64, 1), "size_t"),
+], ids=repr)
+def test_global_sizes_outside_the_shortcut_are_still_refused(prg, cl_device, size, says) -> None:
+    x = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    prg.f32(16, x).wait()  # the same kernel, launched once through the shortcut
+    refused(lambda: prg.f32(size, x), [x], [says])
+
+
+def test_global_sizes_the_shortcut_takes(prg, cl_device) -> None:
+    x = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    for size in (16, (16,), np.int64(16), (np.int32(16),), [16], True):
+        prg.f32(size, x)
+    prg.twod((4, 4), x)
+    expected = np.full(16, 6.0, np.float32)
+    expected[0] += 1  # the global size True is 1 (an int), as before
+    np.testing.assert_array_equal(np.array(x, copy=True), expected)
+
+
+def test_the_offset_remembered_for_an_argument_is_that_views_own(prg, cl_device) -> None:
+    unit = max(1, cl_device.alignment // 4)  # floats per sub-buffer alignment
+    n = 8 * unit
+    x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    want = np.zeros(n, np.float32)
+    first = x[:unit]
+    for lo, hi, view in ((0, unit, first), (unit, 3 * unit, None), (0, unit, first),
+                         (2 * unit, n, None), (0, n, x), (unit, 3 * unit, None)):
+        v = x[lo:hi] if view is None else view
+        prg.f32(hi - lo, v)
+        want[lo:hi] += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), want)
+    if unit > 1:  # a view off the alignment is refused after aligned ones ran there
+        with pytest.raises(hostptr.Refused, match="multiple of"):
+            prg.f32(unit, x[1:unit + 1])
+    # another array at the same argument position is looked at afresh, and back again
+    y = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    prg.f32(n, y)
+    prg.f32(n, x)
+    want += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), want)
+    np.testing.assert_array_equal(np.array(y, copy=True), np.ones(n, np.float32))
+
+
+def test_a_launch_after_a_raw_view_escaped_sees_its_writes(prg, cl_device) -> None:
+    """The shortcut for data already on the device must not skip what a raw view wrote."""
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    prg.f32(64, x)
+    prg.f32(64, x)  # the device alone holds x now: the next launch takes the shortcut
+    raw = np.asarray(x)  # a raw view: it may write behind hostarray's back
+    raw[3] = 100.0
+    prg.f32(64, x)
+    prg.f32(64, x)
+    del raw
+    got = np.array(x, copy=True)
+    assert got[3] == 102.0 and got[0] == 4.0, got[:5]
