@@ -34,6 +34,9 @@ PAGE_SIZE = mmap.PAGESIZE
 # Called with a device key after the host acquired from that device (so every launch
 # issued there before has finished); hostarray.kernels lets go of finished launches.
 AFTER_DEVICE_SYNC: list[Callable[[Hashable], None]] = []
+# Called as hook(storage, "acquire" | "publish", runs) before a transfer moves a byte;
+# hostarray._guard (the transfer guard) logs it, or refuses it by raising: nothing changed.
+BEFORE_TRANSFER: list[Callable[[Storage, str, list[Run]], None]] = []
 PAD = 64  # allocations are padded to a multiple of a cache line
 
 
@@ -279,6 +282,8 @@ class Storage:
     # -- transfers -------------------------------------------------------------------
     def _acquire(self, runs: list[Run]) -> None:
         """Acquire each run ``(lo, hi, device)`` (one transfer each)."""
+        for guard in BEFORE_TRANSFER:
+            guard(self, "acquire", runs)
         for lo, hi, key in runs:
             launches = self.coh.launches_on(key)
             if any(_status(t) > 0 for t in launches):
@@ -298,6 +303,8 @@ class Storage:
 
     def _publish(self, runs: list[Run]) -> None:
         """Publish each run ``(lo, hi, device)`` (one transfer each)."""
+        for guard in BEFORE_TRANSFER:
+            guard(self, "publish", runs)
         for lo, hi, key in runs:
             token, moved = self.buffers[key].publish(lo, hi)
             self.coh.published(key, lo, hi, token)
