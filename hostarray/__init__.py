@@ -194,6 +194,7 @@ from ._dtypes import (
     uint32,
     uint64,
 )
+from ._guard import set_transfer_guard, transfer_guard
 from ._interop import from_dlpack
 from ._stats import Stats, reset_stats, stats
 
@@ -226,8 +227,9 @@ else:
 __all__ = [
     "HostPtrArray", "Device", "Stats", "Program", "Kernel", "Launch", "read", "write",
     "readwrite", "asarray", "empty", "zeros", "device", "devices", "default_device", "stats",
-    "reset_stats", "errors", "hostptr", "bool", "int8", "int16", "int32", "int64", "uint8",
-    "uint16", "uint32", "uint64", "float32", "float64", "complex64", "complex128", "from_dlpack",
+    "reset_stats", "transfer_guard", "set_transfer_guard", "errors", "hostptr", "bool", "int8",
+    "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+    "complex64", "complex128", "from_dlpack",
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "fft", "linalg", "arange", "empty_like", "eye", "full", "full_like", "linspace",
     "meshgrid", "ones", "ones_like", "tril", "triu", "zeros_like", "astype", "can_cast",

@@ -34,6 +34,9 @@ PAGE_SIZE = mmap.PAGESIZE
 # Called with a device key after the host acquired from that device (so every launch
 # issued there before has finished); hostarray.kernels lets go of finished launches.
 AFTER_DEVICE_SYNC: list[Callable[[Hashable], None]] = []
+# Called as hook(storage, "acquire" | "publish", runs, refusable) before a transfer moves a byte;
+# hostarray._guard (the transfer guard) logs it, or refuses it by raising: nothing changed.
+BEFORE_TRANSFER: list[Callable[[Storage, str, list[Run], bool], None]] = []
 PAD = 64  # allocations are padded to a multiple of a cache line
 
 
@@ -278,8 +281,11 @@ class Storage:
         return True
 
     # -- transfers -------------------------------------------------------------------
-    def _acquire(self, runs: list[Run]) -> None:
-        """Acquire each run ``(lo, hi, device)`` (one transfer each)."""
+    def _acquire(self, runs: list[Run], refusable: bool = True) -> None:
+        """Acquire each run ``(lo, hi, device)`` (one transfer each).  ``refusable``: a
+        transfer guard may refuse it (not once a launch that needs it is enqueued)."""
+        for guard in BEFORE_TRANSFER:
+            guard(self, "acquire", runs, refusable)
         for lo, hi, key in runs:
             launches = self.coh.launches_on(key)
             if any(_status(t) > 0 for t in launches):
@@ -299,6 +305,8 @@ class Storage:
 
     def _publish(self, runs: list[Run]) -> None:
         """Publish each run ``(lo, hi, device)`` (one transfer each)."""
+        for guard in BEFORE_TRANSFER:
+            guard(self, "publish", runs, True)
         for lo, hi, key in runs:
             token, moved = self.buffers[key].publish(lo, hi)
             self.coh.published(key, lo, hi, token)
@@ -491,7 +499,7 @@ class Storage:
         if coh.escapes:
             if writes:
                 # raw views must see the result (only the bytes they cover)
-                self._acquire(coh.plan_raw_view_acquire(lo, hi))
+                self._acquire(coh.plan_raw_view_acquire(lo, hi), refusable=False)
             elif coh.raw_views_reach(lo, hi):
                 # a raw view may be written right after this call: the launch (and
                 # its publish, a copy still reading host memory) must be done first

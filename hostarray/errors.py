@@ -8,20 +8,21 @@ Every error derives from :class:`HostPtrError` and from the builtin exception
 that says what kind of fault it is, so ``except ValueError`` catches a refused
 argument whether numpy or hostarray refused it:
 
-=====================  ================  =========================================
-error                  builtin base      raised when
-=====================  ================  =========================================
-``HostPtrError``       ``Exception``     (the base class)
-``Refused``            ``ValueError``    a device can't use this memory
-``UnknownFramework``   ``ValueError``    a device string names no backend
-``NotHostBacked``      ``ValueError``    memory that is not one contiguous range
-``BufferExists``       ``ValueError``    the array already has a buffer there
-``InvalidDevice``      ``ValueError``    a device string that names no device here
-``DeviceUnavailable``  ``RuntimeError``  a device that exists but does not work
-``BuildFailed``        ``RuntimeError``  an OpenCL program that does not compile
-``BadLaunch``          ``TypeError``     a launch with arguments it can't take
-``LaunchFailed``       ``RuntimeError``  the device reported a launch as failed
-=====================  ================  =========================================
+========================  ================  =========================================
+error                     builtin base      raised when
+========================  ================  =========================================
+``HostPtrError``          ``Exception``     (the base class)
+``Refused``               ``ValueError``    a device can't use this memory
+``UnknownFramework``      ``ValueError``    a device string names no backend
+``NotHostBacked``         ``ValueError``    memory that is not one contiguous range
+``BufferExists``          ``ValueError``    the array already has a buffer there
+``InvalidDevice``         ``ValueError``    a device string that names no device here
+``DeviceUnavailable``     ``RuntimeError``  a device that exists but does not work
+``BuildFailed``           ``RuntimeError``  an OpenCL program that does not compile
+``BadLaunch``             ``TypeError``     a launch with arguments it can't take
+``LaunchFailed``          ``RuntimeError``  the device reported a launch as failed
+``TransferDisallowed``    ``RuntimeError``  the transfer guard refused a transfer
+========================  ================  =========================================
 
 Each error carries the data that explains it as attributes, and builds its own
 message: ``str(e)`` is one sentence that says what was wrong and what to do
@@ -47,7 +48,7 @@ from typing import Any
 
 __all__ = ["HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
            "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
-           "LaunchFailed", "refusal_message", "error_message"]
+           "LaunchFailed", "TransferDisallowed", "refusal_message", "error_message"]
 
 
 @dataclass(frozen=True)
@@ -429,6 +430,53 @@ class LaunchFailed(HostPtrError, RuntimeError):
         return (f"{self.what} failed on {self.device} (OpenCL status {status}); its writes "
                 f"are missing or partial: check the kernel (an out-of-bounds access shows "
                 f"under Oclgrind) and launch again.")
+
+
+class TransferDisallowed(HostPtrError, RuntimeError):
+    """The transfer guard refused an implicit transfer (a ``RuntimeError``); nothing moved.
+
+    Raised under ``ha.transfer_guard("disallow")`` (or that process default) by the access
+    or launch that needed the transfer, before any byte moved: the array's bytes, its
+    coherence state and ``ha.stats()`` are as they were, so the caller can make the
+    transfer explicit (:func:`hostarray.hostptr.acquire_device_writes`,
+    :func:`~hostarray.hostptr.publish_host_writes`, which the guard always allows) and try
+    again.  A ``RuntimeError``: the call is right, the process's setting refuses it.
+
+    Attributes
+    ----------
+    direction : str
+        ``"acquire"`` (device to host) or ``"publish"`` (host to device).
+    nbytes : int
+        The bytes the transfer would have covered.
+    device : Device or str
+        The device it would have moved them from or to.
+    trigger : str
+        What needed it (``"HostPtrArray.__getitem__"``, ``"Kernel.__call__"`` ...), and the
+        caller's file and line where hostarray found them; may be empty.
+
+    Examples
+    --------
+    >>> from hostarray.errors import TransferDisallowed
+    >>> e = TransferDisallowed("acquire", 4096, "opencl:0:0")
+    >>> e.direction, e.nbytes, issubclass(TransferDisallowed, RuntimeError)
+    ('acquire', 4096, True)
+    """
+
+    def __init__(self, direction: str, nbytes: int, device: Any, trigger: str = "") -> None:
+        super().__init__(direction, nbytes, device, trigger)
+        self.direction = direction
+        self.nbytes = nbytes
+        self.device = device
+        self.trigger = trigger
+
+    def __str__(self) -> str:
+        how = {"acquire": ("from", "hostptr.acquire_device_writes(x, device) before the access"),
+               "publish": ("to", "hostptr.publish_host_writes(x, device) before the launch")}
+        to, call = how.get(self.direction, ("with", "the hostptr call that moves it"))
+        by = f" (needed by {self.trigger})" if self.trigger else ""
+        return (f"the transfer guard refused an implicit {self.direction} of {self.nbytes} "
+                f"bytes {to} {self.device}{by}; nothing moved: make it explicit with {call}, "
+                f"or allow it in a block: with ha.transfer_guard('allow'): ...")
 
 
 def error_message(err: BaseException) -> str:

@@ -22,6 +22,7 @@ import numpy as np
 from . import errors
 from ._devices import Device
 from ._devices import device as _parse_device
+from ._guard import EXPLICIT
 from ._sharing import check_memory, check_storage, ensure_buffer, view_offset
 from .errors import *  # noqa: F403 - the errors, re-exported under their names
 from .errors import BadLaunch, BufferExists, NotHostBacked
@@ -225,26 +226,32 @@ def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
 
     Always one publish.  The newest data wins on every link: device writes not
     read back yet are kept (the host acquires them first).  Does nothing if
-    ``x`` has no buffer on ``device``.
+    ``x`` has no buffer on ``device``.  An explicit transfer: the transfer guard
+    (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
-    x._s.publish_explicit(_parse_device(device))
+    with EXPLICIT:
+        x._s.publish_explicit(_parse_device(device))
 
 
 def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
     """Make the writes of launches issued so far on ``device`` visible on the host.
 
-    A no-op when ``x``'s newest data is not on ``device``.
+    A no-op when ``x``'s newest data is not on ``device``.  An explicit transfer: the
+    transfer guard (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
-    x._s.acquire_explicit(_parse_device(device))
+    with EXPLICIT:
+        x._s.acquire_explicit(_parse_device(device))
 
 
 def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
     """Free ``x``'s buffer on ``device``, acquiring first if it holds the newest
     data (nothing is lost).  Returns whether there was a buffer.
 
-    A later launch re-creates the buffer.
+    A later launch re-creates the buffer.  Its acquire is explicit: the transfer guard
+    (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
-    return x._s.free_buffer(_parse_device(device))
+    with EXPLICIT:
+        return x._s.free_buffer(_parse_device(device))
 
 
 def queue(device: Device | str) -> Any:

@@ -59,6 +59,9 @@ EXAMPLES: list[tuple[errors.HostPtrError, str]] = [
     (errors.BadLaunch("set", "it takes 2 arguments (x, v), got 1"), "takes 2 arguments"),
     (errors.LaunchFailed("opencl:0:0", -5, kernel="add"), "launch again"),
     (errors.LaunchFailed("opencl:0:0", -77, what="a transfer"), "launch again"),
+    (errors.TransferDisallowed("acquire", 4096, "opencl:0:0", "HostPtrArray.__float__ at x.py:3"),
+     "hostptr.acquire_device_writes(x, device)"),
+    (errors.TransferDisallowed("publish", 64, "opencl:0:0"), "hostptr.publish_host_writes"),
 ]
 
 
@@ -167,7 +170,8 @@ def test_an_error_naming_a_device_unpickles_where_that_device_is_not() -> None:
                      1 << 30, False)
     made = [errors.Refused(gone, errors.Refusal("size", size=0, limit=1)),
             errors.BufferExists(0x1000, gone), errors.DeviceUnavailable(gone, "it broke"),
-            errors.BuildFailed(gone, "error: x"), errors.LaunchFailed(gone, -5, kernel="k")]
+            errors.BuildFailed(gone, "error: x"), errors.LaunchFailed(gone, -5, kernel="k"),
+            errors.TransferDisallowed("acquire", 8, gone, "HostPtrArray.__float__")]
     for e in made:
         again = pickle.loads(pickle.dumps(e))
         assert type(again) is type(e) and str(again) == str(e)

@@ -66,6 +66,8 @@ SAMPLE = textwrap.dedent('''\
     reveal_type(s)
     reveal_type(s.publishes)
     reveal_type(s.bytes_moved)
+    with ha.transfer_guard("log"):
+        reveal_type(ha.set_transfer_guard("allow"))
     ha.no_such_function
     ''')
 UNKNOWN_LINE = SAMPLE.splitlines().index("ha.no_such_function") + 1
