@@ -424,10 +424,11 @@ class HostPtrArray:
             # deadlock with a launch using both)
             value = _host_values(value)
         # the acquire of the written bytes is skipped only when the value can neither fail
-        # to convert half-way (an object array, a list) nor read this array late
-        whole = (type(value) in _EVALUATED or isinstance(value, HostPtrArray)
-                                    or (isinstance(value, (np.ndarray, np.generic))
-                                        and not value.dtype.hasobject))
+        # to convert half-way (an object array, a list, text numpy parses element by
+        # element) nor read this array late
+        whole = (type(value) in _EVALUATED
+                 or (isinstance(value, _VALUES) and not value.dtype.hasobject
+                     and value.dtype.kind not in "SU"))
         # both storages' locks in the one global order when the value is an array: its
         # read may acquire (another thread writing it from this array must not deadlock)
         a = self._a

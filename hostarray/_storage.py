@@ -16,6 +16,7 @@ import ctypes
 import mmap
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -386,10 +387,15 @@ class Storage:
             self._report_pending()
         lo, hi = w.lo, w.hi = self.byte_range(w.view)
         self._wait_for(coh.hazards_for_host_write(lo, hi))
-        runs = coh.plan_host_write(lo, hi, overwrites=w.whole)
+        whole = w.whole
+        if whole and coh.host_stale and numpy_may_raise_late():
+            # numpy may raise after writing some or all of the range: then only a host
+            # holding the newest bytes around what it wrote gives numpy's result
+            whole = False
+        runs = coh.plan_host_write(lo, hi, overwrites=whole)
         if runs:
             self._acquire(runs)
-        w.mode = 2 if w.whole and not coh.is_host_current(lo, hi) else 1
+        w.mode = 2 if whole and not coh.is_host_current(lo, hi) else 1
 
     def _end_host_write(self, w: HostWrite, ok: bool) -> None:
         coh = self.coh
@@ -563,6 +569,17 @@ class HostWrite:
                 s._end_host_write(self, exc_type is None)
         finally:
             s.lock.release()
+
+
+def numpy_may_raise_late() -> bool:
+    """Whether numpy may raise *after* writing an operation's output: its floating-point
+    checks run once the loop is done, and raise when ``np.errstate`` says ``raise`` (or
+    calls back: ``call``, ``log``) or when a warnings filter makes the ``RuntimeWarning``
+    an exception.  A whole overwrite that skipped the acquire of stale device bytes could
+    not tell then what numpy wrote, so such writes acquire first."""
+    if any(v in ("raise", "call", "log") for v in np.geterr().values()):
+        return True
+    return any(f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
 
 
 @contextmanager

@@ -1,0 +1,123 @@
+"""Regressions from an adversarial review of region-granular coherence (per byte range).
+
+Each test runs real kernels on views of one array and compares every observed value with a
+plain numpy model of the same steps, and ``ha.stats()`` where the counters are the point.  Run
+it on the default link and again with ``HOSTARRAY_LINK=copied`` (bytes really move there: a
+missed publish or acquire is a wrong value, and the two links must agree).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+
+pytestmark = pytest.mark.device
+
+SRC = r"""
+__kernel void add(__global float *x, const float v) { x[get_global_id(0)] += v; }
+__kernel void addi(__global int *x, const int v) { x[get_global_id(0)] += v; }
+__kernel void fill(__global float *x, const float v) { x[get_global_id(0)] = v; }
+"""
+
+
+@pytest.fixture(scope="module")
+def prg(cl_device: ha.Device) -> ha.Program:
+    return ha.Program(SRC, device=cl_device)
+
+
+@pytest.fixture()
+def unit(cl_device: ha.Device) -> int:
+    """float32 elements per sub-buffer alignment unit (views start on multiples of it)."""
+    return cl_device.alignment // 4
+
+
+def device_newest(prg: ha.Program, dev: ha.Device, n: int) -> tuple[ha.HostPtrArray, np.ndarray]:
+    """An array whose newest bytes are all on the device (a kernel wrote them, nobody
+    looked), and its numpy model."""
+    x = ha.asarray(np.arange(n, dtype=np.float32), device=dev)
+    m = np.arange(n, dtype=np.float32)
+    prg.add(n, x, 1.0)
+    m += 1
+    return x, m
+
+
+# -- a host write into a view that raises part-way ----------------------------------------------
+
+def _str_cast(a: Any, u: int) -> None:
+    a[u:u + 4] = np.array(["1", "2", "x", "4"])  # numpy parses "1", "2", then raises
+
+
+def _copyto_str(a: Any, u: int) -> None:
+    np.copyto(a[u:u + 4], np.array(["1", "2", "x", "4"]), casting="unsafe")
+
+
+def _overflow_cast(a: Any, u: int) -> None:
+    with np.errstate(over="raise"):  # numpy casts every element, then raises
+        a[u:u + 4] = np.array([1.0, 2.0, 1e300, 4.0])
+
+
+def _ufunc_divide(a: Any, u: int) -> None:
+    with np.errstate(divide="raise"):  # the ufunc writes out=, then raises
+        np.divide(np.ones(4, np.float32), np.array([1, 0, 1, 1], np.float32), out=a[u:u + 4])
+
+
+def _ufunc_warning_error(a: Any, u: int) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning, after the write
+        np.log(np.array([1, -1, 1, 1], np.float32), out=a[u:u + 4])
+
+
+def _scalar_overflow(a: Any, u: int) -> None:
+    with np.errstate(over="raise"):  # the scalar is converted first: nothing is written
+        a[u:u + 4] = 1e300
+
+
+@pytest.mark.parametrize("write", [_str_cast, _copyto_str, _overflow_cast, _ufunc_divide,
+                                   _ufunc_warning_error, _scalar_overflow],
+                         ids=["str_cast", "copyto_str", "overflow_cast", "ufunc_divide",
+                              "ufunc_warning_error", "scalar_overflow"])
+def test_view_write_that_raises_part_way_keeps_what_numpy_wrote(prg, cl_device, unit,
+                                                                 write) -> None:
+    """A write into a contiguous view skips the acquire of its stale device bytes (a whole
+    overwrite).  numpy may raise after writing some or all elements (a string that does
+    not parse, a floating-point error made an exception): on a copied link the device's
+    old bytes then won and numpy's writes were lost, while the shared link kept them."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    with pytest.raises(Exception) as got:
+        write(x, u)
+    with pytest.raises(got.type):
+        write(m, u)
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+    prg.add(4 * u, x, 1.0)  # the device sees the same bytes
+    np.testing.assert_array_equal(np.array(x, copy=True), m + 1)
+
+
+def test_int_view_write_with_invalid_cast_raised_keeps_numpy_writes(prg, cl_device,
+                                                                     unit) -> None:
+    y = ha.asarray(np.arange(4 * unit, dtype=np.int32), device=cl_device)
+    n = np.arange(4 * unit, dtype=np.int32)
+    prg.addi(4 * unit, y, 1)
+    n += 1
+    v = np.array([1.0, np.nan, 3.0, 4.0])
+    for a in (y, n):
+        with pytest.raises(FloatingPointError), np.errstate(invalid="raise"):
+            a[unit:unit + 4] = v
+    np.testing.assert_array_equal(np.array(y, copy=True), n)
+
+
+def test_whole_view_overwrite_still_skips_the_acquire(prg, cl_device, unit) -> None:
+    """The fix must keep the optimisation where nothing can raise late."""
+    x, m = device_newest(prg, cl_device, 4 * unit)
+    ha.reset_stats()
+    x[unit:2 * unit] = 5.0
+    x[2 * unit:3 * unit] = np.full(unit, 6.0, np.float32)
+    np.add(np.ones(unit, np.float32), 1, out=x[3 * unit:])
+    assert ha.stats().acquires == 0
+    m[unit:2 * unit], m[2 * unit:3 * unit], m[3 * unit:] = 5, 6, 2
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
