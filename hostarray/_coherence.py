@@ -273,6 +273,18 @@ class Coherence:
         for lo, hi in self.escapes:
             self.host_may_have_written(lo, hi)
 
+    def escaped_parts(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        """The parts of ``[lo, hi)`` that live raw views cover, sorted and merged."""
+        parts = sorted((max(lo, a), min(hi, b)) for a, b in self.escapes
+                       if a < hi and lo < b and a < b)
+        out: list[tuple[int, int]] = []
+        for a, b in parts:
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], max(b, out[-1][1]))
+            else:
+                out.append((a, b))
+        return out
+
     @property
     def escaped(self) -> bool:
         """Whether raw views that may write behind our back are alive."""

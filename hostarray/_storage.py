@@ -492,9 +492,12 @@ class Storage:
         else:
             coh.device_read_launched(key, lo, hi, token)
         if coh.escaped:
-            if writes:
-                self._acquire(coh.plan_host_read(lo, hi))  # raw views must see the result
-            else:
+            # only the bytes live raw views cover: a raw view elsewhere can't see the launch
+            hit = coh.escaped_parts(lo, hi)
+            if hit and writes:
+                for a, b in hit:  # raw views must see the result
+                    self._acquire(coh.plan_host_read(a, b))
+            elif hit:
                 # a raw view may be written right after this call: the launch (and
                 # its publish, a copy still reading host memory) must be done first
                 self._wait_for([token])

@@ -121,3 +121,54 @@ def test_whole_view_overwrite_still_skips_the_acquire(prg, cl_device, unit) -> N
     assert ha.stats().acquires == 0
     m[unit:2 * unit], m[2 * unit:3 * unit], m[3 * unit:] = 5, 6, 2
     np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+# -- raw views escape only their own range --------------------------------------------------------
+
+def test_raw_view_of_one_part_costs_nothing_to_launches_on_another(prg, cl_device,
+                                                                   unit) -> None:
+    """A raw view of x[:u] made every launch on x[2u:3u] acquire its range after (and wait
+    for the kernel), as if the whole array had escaped."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    prg.add(u, x[2 * u:3 * u], 1.0)
+    m[2 * u:3 * u] += 1
+    raw = np.asarray(x[:u])
+    ha.reset_stats()
+    for _ in range(3):
+        prg.add(u, x[2 * u:3 * u], 1.0)
+        m[2 * u:3 * u] += 1
+    s = ha.stats()
+    assert (s.publishes, s.acquires, s.waits) == (0, 0, 0)
+    raw[0] = -1.0  # the raw view still works both ways
+    m[0] = -1.0
+    prg.add(4 * u, x, 1.0)
+    m += 1
+    np.testing.assert_array_equal(raw, m[:u])
+    del raw
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+def test_raw_view_sees_a_launch_on_an_overlapping_part(prg, cl_device, unit) -> None:
+    """...while a launch that touches the raw view's bytes still publishes them before and
+    acquires them after (only the overlap)."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    raw = np.asarray(x[u - 2:u + 2])  # the last two elements of unit 0, the first two of 1
+    raw[:] = 7.0
+    m[u - 2:u + 2] = 7.0
+    ha.reset_stats()
+    prg.add(u, x[u:2 * u], 1.0)  # overlaps raw[2:]
+    m[u:2 * u] += 1
+    np.testing.assert_array_equal(raw, m[u - 2:u + 2])  # no host access needed to see it
+    s = ha.stats()
+    assert (s.publishes, s.acquires) == (1, 1)
+    if cl_device.link == "copied":  # only the overlap moved, each way
+        assert (s.bytes_published, s.bytes_acquired) == (8, 8)
+    raw[3] = 3.0
+    m[u + 1] = 3.0
+    prg.add(u, x[u:2 * u], 1.0)
+    m[u:2 * u] += 1
+    np.testing.assert_array_equal(raw, m[u - 2:u + 2])
+    del raw
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
