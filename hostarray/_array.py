@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex
 
 import numpy as np
 
@@ -362,6 +362,9 @@ class HostPtrArray:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _interop.reduce(self)
+
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+        return _interop.reduce(self, int(protocol))
 
     def __copy__(self) -> HostPtrArray:
         return _interop.copy(self)

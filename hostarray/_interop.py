@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import HostPtrArray, _view, aligned_copy, host_view, wrap
+from ._array import HostPtrArray, _view, adopt, aligned_copy, host_view, wrap
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, aligned_empty, host_writes, locked
@@ -730,13 +730,21 @@ def _rebuild(a: np.ndarray, device_key: str) -> HostPtrArray:
             warnings.warn(f"the pickled array was on {device_key}, which this process does not "
                           f"have ({e}); it is on the host now", RuntimeWarning, stacklevel=2)
     if not a.flags.writeable:  # e.g. unpickled from a read-only buffer: kernels may write it
-        a = aligned_copy(a)
-    return wrap(a, dev)
+        return wrap(aligned_copy(a), dev)
+    # an out-of-band buffer may still be held by whoever unpickles: adopted, the array is
+    # escaped while they hold it
+    return adopt(a, dev, None)
 
 
-def reduce(x: HostPtrArray) -> tuple[Any, ...]:
-    """``x.__reduce__``: the host data (acquired first) and the device recorded by name."""
-    return (_rebuild, (x._host(), str(x._device)))
+def reduce(x: HostPtrArray, protocol: int = 2) -> tuple[Any, ...]:
+    """``x.__reduce_ex__``: the host data (acquired first) and the device recorded by name.
+
+    From protocol 5 numpy gives the pickler a ``PickleBuffer`` over the data, which a
+    ``buffer_callback`` may keep (out of band): over ``x``'s memory that would be a raw
+    view no escape records (stale bytes on a copied link, writes hostarray never sees),
+    so the data is a copy then, as in band it is anyway."""
+    a = x._host()
+    return (_rebuild, (a.copy() if protocol >= 5 else a, str(x._device)))
 
 
 def copy(x: HostPtrArray) -> HostPtrArray:

@@ -8,6 +8,8 @@ missed publish or acquire is a wrong value, and the two links must agree).
 
 from __future__ import annotations
 
+import gc
+import pickle
 import warnings
 from typing import Any
 
@@ -172,3 +174,36 @@ def test_raw_view_sees_a_launch_on_an_overlapping_part(prg, cl_device, unit) -> 
     np.testing.assert_array_equal(raw, m[u - 2:u + 2])
     del raw
     np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+# -- pickling a view with out-of-band buffers ----------------------------------------------------
+
+def test_pickle_out_of_band_buffer_of_a_view_is_not_a_hidden_raw_view(prg, cl_device,
+                                                                       unit) -> None:
+    """Protocol 5 hands numpy's ``PickleBuffer`` to ``buffer_callback``: it was a raw
+    pointer into x's memory that no escape recorded, and unpickling made a second storage
+    over the same bytes.  A kernel writing x afterwards was seen by the unpickled array on
+    the shared link and not on the copied one; now it is a copy of the view when pickled,
+    on every link, as an in-band pickle is."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(x[u:2 * u], protocol=5, buffer_callback=buffers.append)
+    at_dump = m[u:2 * u].copy()
+    prg.add(4 * u, x, 1.0)
+    m += 1
+    y = pickle.loads(data, buffers=buffers)
+    assert y.device == cl_device
+    assert not np.shares_memory(np.asarray(y), np.asarray(x))
+    np.testing.assert_array_equal(np.array(y, copy=True), at_dump)
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+    # the buffers the callback kept are y's memory: writes through them reach y's kernels
+    held = np.frombuffer(buffers[0], dtype=np.float32)
+    held[0] = -5.0
+    prg.add(u, y, 1.0)
+    assert float(y[0]) == -4.0
+    assert held[0] == -4.0
+    del held, buffers
+    gc.collect()
+    prg.add(u, y, 1.0)
+    assert float(y[0]) == -3.0
