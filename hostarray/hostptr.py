@@ -264,6 +264,7 @@ class _RawUse:
         self.x, self.dev, self.access = x, dev, access
         self.held_newest = False
         self.span = (0, 0)
+        self.buf: Any = None  # the buffer whose (sub-)buffer the block holds
 
     def __enter__(self) -> Any:
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
@@ -274,6 +275,12 @@ class _RawUse:
                                          f"lets the device write it; use access='r'")
         with s.lock:
             buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
+            held = buf.held_overlap(off, a.nbytes)
+            if held:  # another open block's sub-buffer would be retired under its feet
+                raise BadLaunch("cl_buffer", f"the array's bytes {off}-{off + a.nbytes} "
+                                             f"overlap bytes {held[0]}-{held[1]}, which another "
+                                             f"open cl_buffer block is using; end that block "
+                                             f"first, or use the same view")
             self.span = (off, off + a.nbytes)  # the bytes the block may touch
             # write-only ("w") publishes nothing: the block overwrites the whole range
             if "r" in self.access:
@@ -282,13 +289,18 @@ class _RawUse:
                 s.prepare_device_write(dev, *self.span)
             # whether the buffer holds the newest data when the block starts (see __exit__)
             self.held_newest = s.is_current(dev, *self.span)
-        return buf.handle(off, a.nbytes)
+            # under the lock: a launch can't retire it between its check and this
+            handle = buf.handle(off, a.nbytes, raw=True)
+            self.buf = buf
+        return handle
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         import pyopencl as cl
 
         s = self.x._s
         marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
+        off, end = self.span
+        self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
         if exc_type is not None and "w" in self.access and not self.held_newest:
             # the block raised over a buffer that held no valid data (a write-only use
             # skips the publish): what it enqueued is partial at best, and the rest is

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import hostarray as ha
+from hostarray import hostptr
 
 pytestmark = pytest.mark.device
 
@@ -207,3 +208,50 @@ def test_pickle_out_of_band_buffer_of_a_view_is_not_a_hidden_raw_view(prg, cl_de
     gc.collect()
     prg.add(u, y, 1.0)
     assert float(y[0]) == -3.0
+
+
+# -- a raw cl_buffer block and a launch on an overlapping view ------------------------------------
+
+def test_launch_overlapping_an_open_cl_buffer_block_is_refused(prg, cl_device, unit) -> None:
+    """The launch retired (released) the sub-buffer the open block still used: the block's
+    next command then went through a released memory object (on PoCL's copied link it
+    landed in the launch's new sub-buffer: x[u:3u] got the fill meant for x[:2u]).  Now
+    the launch is refused before anything moves, and the block keeps its buffer."""
+    import pyopencl as cl
+
+    u = unit
+    x = ha.zeros(4 * u, dtype=ha.float32, device=cl_device)
+    m = np.zeros(4 * u, np.float32)
+    with hostptr.cl_buffer(x[:2 * u], cl_device, "rw") as buf:
+        before = ha.stats()
+        with pytest.raises(ha.errors.BadLaunch):
+            prg.add(2 * u, x[u:3 * u], 1.0)
+        assert ha.stats() == before
+        prg.add(u, x[2 * u:3 * u], 1.0)  # a part the block's sub-buffer does not reach
+        m[2 * u:3 * u] += 1
+        cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(4.0), 0, 8 * u)
+        m[:2 * u] = 4.0
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+    prg.add(2 * u, x[u:3 * u], 1.0)  # once the block is over, the launch runs
+    m[u:3 * u] += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+def test_cl_buffer_blocks_on_overlapping_views(cl_device, unit) -> None:
+    """The same for a second cl_buffer block; blocks on the same units share one."""
+    import pyopencl as cl
+
+    u = unit
+    x = ha.zeros(4 * u, dtype=ha.float32, device=cl_device)
+    q = hostptr.queue(cl_device)
+    with hostptr.cl_buffer(x[:2 * u], cl_device, "w") as a:
+        with pytest.raises(ha.errors.BadLaunch):
+            with hostptr.cl_buffer(x[u:3 * u], cl_device, "w"):
+                pass
+        with hostptr.cl_buffer(x[:2 * u - 3], cl_device, "r") as b:
+            assert b.int_ptr == a.int_ptr
+        cl.enqueue_fill_buffer(q, a, np.float32(2.0), 0, 8 * u)
+    with hostptr.cl_buffer(x[u:3 * u], cl_device, "rw") as c:
+        cl.enqueue_fill_buffer(q, c, np.float32(3.0), 0, 8 * u)
+    np.testing.assert_array_equal(np.array(x, copy=True),
+                                  np.repeat(np.float32([2, 3, 3, 0]), u))
