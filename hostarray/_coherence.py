@@ -306,11 +306,12 @@ class Coherence:
         against it."""
         return [f[0] for f in self.inflight if f[1] != key and f[2] < hi and lo < f[3]]
 
-    def device_invalidated(self, key: Hashable) -> None:
-        """``key``'s copy may hold bytes nobody asked for (raw work that raised): it
-        holds nothing trusted where the host has the newest bytes.  Its launches were
-        waited for."""
-        self._set(0, self.size, lambda v: v - {key} if key in v and HOST in v else v)
+    def device_invalidated(self, key: Hashable, lo: int = 0, hi: int | None = None) -> None:
+        """``key``'s copy of ``[lo, hi)`` (default: all) may hold bytes nobody asked for
+        (raw work that raised): it holds nothing trusted there where the host has the
+        newest bytes.  Its launches were waited for."""
+        self._set(lo, self.size if hi is None else hi,
+                  lambda v: v - {key} if key in v and HOST in v else v)
         self.inflight = [f for f in self.inflight if f[1] != key]
         self._refresh()
 

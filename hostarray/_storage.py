@@ -533,12 +533,14 @@ class Storage:
         """Whether ``key`` holds the newest bytes of ``[lo, hi)``."""
         return self.coh.is_current(key, lo, hi)
 
-    def discard_raw_use(self, key: Hashable, token: Any) -> None:
-        """Raw pyopencl work on ``key`` raised: wait for what it enqueued, and let
-        ``key``'s copy hold nothing trusted (the host keeps its data)."""
+    def discard_raw_use(self, key: Hashable, token: Any, lo: int = 0,
+                        hi: int | None = None) -> None:
+        """Raw pyopencl work on ``key`` over bytes ``[lo, hi)`` (default: all) raised: wait
+        for what it enqueued, and let ``key``'s copy of them hold nothing trusted (the
+        host keeps its data)."""
         with self.lock:
             self._wait_for([token])
-            self.coh.device_invalidated(key)
+            self.coh.device_invalidated(key, lo, hi)
             self._mirror()
 
 

@@ -307,7 +307,7 @@ class _RawUse:
             # uninitialised, so the host keeps its data.  Where the buffer held the newest
             # data, what the block enqueued before raising is kept, as on a shared link,
             # where it lands in host memory anyway.
-            s.discard_raw_use(self.dev, marker)
+            s.discard_raw_use(self.dev, marker, off, end)  # only the block's bytes
             return
         with s.lock:
             s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)

@@ -255,3 +255,23 @@ def test_cl_buffer_blocks_on_overlapping_views(cl_device, unit) -> None:
         cl.enqueue_fill_buffer(q, c, np.float32(3.0), 0, 8 * u)
     np.testing.assert_array_equal(np.array(x, copy=True),
                                   np.repeat(np.float32([2, 3, 3, 0]), u))
+
+
+def test_failed_write_only_cl_buffer_block_invalidates_only_its_bytes(prg, cl_device,
+                                                                      unit) -> None:
+    """A "w" block on x[:u] that raised dropped the device's copy of the whole array: the
+    next launch on x[3u:] published bytes the device already held."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    np.array(x, copy=True)  # host and device hold the same bytes everywhere
+    x[:u] = 5.0  # the device's copy of x[:u] is stale: the block's buffer holds nothing
+    m[:u] = 5.0
+    with pytest.raises(RuntimeError), hostptr.cl_buffer(x[:u], cl_device, "w"):
+        raise RuntimeError("raw code failed")
+    ha.reset_stats()
+    prg.add(u, x[3 * u:], 1.0)
+    m[3 * u:] += 1
+    assert ha.stats().publishes == 0
+    prg.add(4 * u, x, 1.0)  # x[:u] is published again: the host's 5.0 counts
+    m += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
