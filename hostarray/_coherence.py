@@ -200,10 +200,12 @@ class Coherence:
         return self._runs([(a, b, self._source(v)) for a, b, v in self._segments(lo, hi)
                            if HOST not in v])
 
-    def plan_explicit_acquire(self, key: Hashable) -> list[Run]:
-        """Ranges to acquire from ``key`` for ``acquire_device_writes``: those the host
-        lacks and ``key`` holds newest."""
-        return self._runs([(a, b, key) for a, b, v in self._segments(0, self.size)
+    def plan_explicit_acquire(self, key: Hashable, lo: int = 0,
+                              hi: int | None = None) -> list[Run]:
+        """Ranges of ``[lo, hi)`` (default: all) to acquire from ``key`` for
+        ``acquire_device_writes``: those the host lacks and ``key`` holds newest."""
+        return self._runs([(a, b, key) for a, b, v in
+                           self._segments(lo, self.size if hi is None else hi)
                            if HOST not in v and key in v])
 
     def launches_on(self, key: Hashable) -> list[Any]:

@@ -504,8 +504,9 @@ class Storage:
         self._mirror()
 
     # -- explicit hostptr operations ---------------------------------------------------
-    def publish_explicit(self, key: Hashable) -> None:
-        """Copy the newest data into ``key``'s buffer now (always one publish).
+    def publish_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:
+        """Copy the newest data of the bytes ``view`` covers (all for ``None``) into
+        ``key``'s buffer now (always one publish).
 
         Device writes not read back yet are kept on every link: the host acquires
         them first (newest wins), then publishes."""
@@ -513,18 +514,22 @@ class Storage:
             if key not in self.buffers:
                 return
             coh = self._before_launch()
-            runs = coh.plan_host_read(0, coh.size)
+            lo, hi = self.byte_range(view)
+            if lo >= hi:
+                return
+            runs = coh.plan_host_read(lo, hi)
             if runs:
                 self._acquire(runs)
-            self._publish([(0, coh.size, key)])
+            self._publish([(lo, hi, key)])
             self._mirror()
 
-    def acquire_explicit(self, key: Hashable) -> None:
-        """Make the writes of ``key``'s launches issued so far visible on the host."""
+    def acquire_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:
+        """Make the writes of ``key``'s launches issued so far to the bytes ``view``
+        covers (all for ``None``) visible on the host."""
         with self.lock:
             if key not in self.buffers:
                 return
-            runs = self.coh.plan_explicit_acquire(key)
+            runs = self.coh.plan_explicit_acquire(key, *self.byte_range(view))
             if runs:
                 self._acquire(runs)
                 self._mirror()

@@ -223,19 +223,21 @@ def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
 def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     """Copy ``x``'s newest data into its buffer on ``device`` now (not at the next launch).
 
-    Always one publish.  The newest data wins on every link: device writes not
-    read back yet are kept (the host acquires them first).  Does nothing if
-    ``x`` has no buffer on ``device``.
+    Always one publish, of the bytes ``x`` covers (a view: only its part of the
+    array).  The newest data wins on every link: device writes not read back yet
+    are kept (the host acquires them first).  Does nothing if ``x`` has no buffer
+    on ``device`` or no bytes.
     """
-    x._s.publish_explicit(_parse_device(device))
+    x._s.publish_explicit(_parse_device(device), x._a)
 
 
 def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
-    """Make the writes of launches issued so far on ``device`` visible on the host.
+    """Make the writes of launches issued so far on ``device`` to ``x``'s bytes (a view:
+    only its part of the array) visible on the host.
 
     A no-op when ``x``'s newest data is not on ``device``.
     """
-    x._s.acquire_explicit(_parse_device(device))
+    x._s.acquire_explicit(_parse_device(device), x._a)
 
 
 def free_buffer(x: HostPtrArray, device: Device | str) -> bool:

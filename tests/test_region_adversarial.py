@@ -275,3 +275,37 @@ def test_failed_write_only_cl_buffer_block_invalidates_only_its_bytes(prg, cl_de
     prg.add(4 * u, x, 1.0)  # x[:u] is published again: the host's 5.0 counts
     m += 1
     np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+# -- explicit publish and acquire of a view -------------------------------------------------------
+
+def test_explicit_publish_and_acquire_of_a_view_move_only_its_bytes(prg, cl_device,
+                                                                    unit) -> None:
+    """``acquire_device_writes(x[:u])`` acquired every stale byte of x, and
+    ``publish_host_writes(x[:u])`` published all of x (on a copied link, the whole array
+    each way for one unit)."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 16 * u)
+    ha.reset_stats()
+    hostptr.acquire_device_writes(x[:u], cl_device)
+    s = ha.stats()
+    assert s.acquires == 1
+    if cl_device.link == "copied":
+        assert s.bytes_acquired == 4 * u
+    np.testing.assert_array_equal(np.asarray(x[:u]), m[:u])  # nothing more to acquire
+    assert ha.stats().acquires == 1
+    x[:u] = 3.0
+    m[:u] = 3.0
+    ha.reset_stats()
+    hostptr.publish_host_writes(x[u // 2:u + 2], cl_device)  # reaches device-newest bytes
+    s = ha.stats()
+    assert (s.publishes, s.acquires) == (1, 1)  # x[u:u + 2] acquired first: newest wins
+    if cl_device.link == "copied":
+        assert (s.bytes_published, s.bytes_acquired) == (4 * (u // 2 + 2), 8)
+    ha.reset_stats()
+    prg.add(16 * u, x, 1.0)  # only x[:u // 2] is still to publish
+    m += 1
+    assert ha.stats().publishes == 1
+    if cl_device.link == "copied":
+        assert ha.stats().bytes_published == 4 * (u // 2)
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
