@@ -26,6 +26,7 @@ previously issued on that device (an in-order queue).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
@@ -77,7 +78,9 @@ class Coherence:
         self.devices: dict[Hashable, None] = {}  # insertion-ordered set of device keys
         self.inflight: list[_Flight] = []
         self.escapes: list[tuple[int, int]] = []  # ranges raw views may write, one per view
-        self.deferred_ends: list[tuple[int, int]] = []  # ends met while the lock was busy
+        # ends met while the lock was busy or this thread was inside an operation (a
+        # finalizer): appended without a lock, applied by the storage later
+        self.deferred_ends: deque[tuple[int, int]] = deque()
         self.host_stale = False
         self.host_exclusive = True
 

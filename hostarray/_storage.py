@@ -146,6 +146,13 @@ _REFCOUNTS_WORK = _check_refcounts()
 
 
 _LOCK_CREATION = threading.Lock()
+
+
+def _owned(lock: Any) -> bool:
+    """Whether this thread holds ``lock`` (an ``RLock``; ``False`` where that can't be
+    asked)."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned()) if owned is not None else False
 # shared and read-only; typed as the dict that replaces it before any buffer is added
 _NO_BUFFERS: dict[Hashable, Any] = MappingProxyType({})  # type: ignore[assignment]
 
@@ -422,13 +429,16 @@ class Storage:
             return lo, hi
 
     def end_escape(self, lo: int, hi: int) -> None:
-        # Runs from a finalizer, possibly inside the garbage collector while this thread
-        # holds another storage's lock: never wait for this lock (a lock-order deadlock
-        # with a launch locking both); if it is busy, the next launch applies the end.
+        # Runs from a finalizer, possibly inside the garbage collector at any allocation:
+        # while this thread holds another storage's lock (never wait for this one: a
+        # lock-order deadlock with a launch locking both), or while this thread is in the
+        # middle of an operation on this very storage (the lock is re-entrant: changing
+        # the state now would pull it from under that operation, e.g. skip a live raw
+        # view's range in a loop over the escapes).  Then the end is deferred, without a
+        # lock (a deque's append is atomic), and the next launch or end applies it.
         lock = self.lock
-        if not lock.acquire(blocking=False):
-            with _LOCK_CREATION:
-                self.coh.deferred_ends.append((lo, hi))
+        if _owned(lock) or not lock.acquire(blocking=False):
+            self.coh.deferred_ends.append((lo, hi))
             return
         try:
             self.coh.escape_ends(lo, hi)
@@ -438,12 +448,13 @@ class Storage:
             lock.release()
 
     def _apply_deferred_ends(self) -> None:
-        coh = self.coh
-        if coh.deferred_ends:
-            with _LOCK_CREATION:
-                ends, coh.deferred_ends = coh.deferred_ends, []
-            for lo, hi in ends:
-                coh.escape_ends(lo, hi)
+        ends = self.coh.deferred_ends
+        while ends:
+            try:
+                lo, hi = ends.popleft()
+            except IndexError:  # emptied meanwhile
+                break
+            self.coh.escape_ends(lo, hi)
 
     @property
     def escaped(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+import sys
 import warnings
 from typing import Any
 
@@ -308,4 +309,57 @@ def test_explicit_publish_and_acquire_of_a_view_move_only_its_bytes(prg, cl_devi
     assert ha.stats().publishes == 1
     if cl_device.link == "copied":
         assert ha.stats().bytes_published == 4 * (u // 2)
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+# -- a raw view that dies in the middle of a launch -----------------------------------------------
+
+def test_raw_views_see_the_launch_when_another_dies_mid_launch(prg, cl_device, unit) -> None:
+    """A raw view in a reference cycle dies when the collector runs, at any allocation:
+    also inside a launch on the same array, whose thread already holds the storage's
+    (re-entrant) lock.  Its end then changed the coherence state under the launch: it
+    removed an entry of the list of escapes the launch was looping over, so a live raw
+    view's range was skipped and, on a copied link, not acquired (the live view missed
+    the kernel's result).  Here the last reference to such a view is dropped at each
+    Python call the launch makes in turn (a profile hook), as the collector could."""
+    n = 16 * unit
+    x = ha.asarray(np.arange(n, dtype=np.float32), device=cl_device)
+    m = np.arange(n, dtype=np.float32)
+
+    def launch_dropping(dying: list[Any], at: int) -> int:
+        calls = 0
+
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            nonlocal calls
+            if event == "call":
+                calls += 1
+                if calls == at:
+                    dying.clear()  # the raw views' finalizers run here, inside the launch
+
+        sys.setprofile(hook)
+        try:
+            prg.add(n, x, 1.0)
+        finally:
+            sys.setprofile(None)
+        return calls
+
+    total = launch_dropping([], 0)  # how many calls a launch makes
+    m += 1
+    assert total > 10
+    for at in range(1, total + 1):
+        dying: list[Any] = []
+        live: list[tuple[int, np.ndarray]] = []
+        for j in range(6):  # dying and live raw views, alternating in the escapes
+            a = (8 * j + 37 * at) % (n - 8)
+            if j % 2:
+                live.append((a, np.asarray(x[a:a + 8])))
+                live[-1][1][:] = at
+                m[a:a + 8] = at
+            else:
+                dying.append(np.asarray(x[a:a + 8]))
+        launch_dropping(dying, at)
+        m += 1
+        for a, raw in live:
+            np.testing.assert_array_equal(raw, m[a:a + 8], err_msg=f"call {at}, x[{a}:]")
+        del live
     np.testing.assert_array_equal(np.array(x, copy=True), m)
