@@ -545,6 +545,17 @@ class Storage:
                 self._acquire(runs)
                 self._mirror()
 
+    def take_detached_writes(self, buf: Any, lo: int, hi: int) -> None:
+        """Raw work wrote bytes ``[lo, hi)`` of ``buf``, a buffer freed meanwhile: the host
+        takes them (one acquire, after the launches still using those host bytes)."""
+        with self.lock:
+            coh = self.coh
+            self._wait_for(coh.hazards_for_host_write(lo, hi))
+            moved = buf.acquire(lo, hi)  # after everything on the queue, the block's work too
+            COUNTERS.add(acquires=1, bytes_acquired=moved)
+            coh.host_written(lo, hi)
+            self._mirror()
+
     def is_current(self, key: Hashable, lo: int, hi: int) -> bool:
         """Whether ``key`` holds the newest bytes of ``[lo, hi)``."""
         return self.coh.is_current(key, lo, hi)

@@ -303,7 +303,16 @@ class _RawUse:
         marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
         off, end = self.span
         self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
-        if exc_type is not None and "w" in self.access and not self.held_newest:
+        discard = exc_type is not None and "w" in self.access and not self.held_newest
+        with s.lock:
+            if s.buffers.get(self.dev) is not self.buf:
+                # hostptr.free_buffer let go of the buffer while the block ran: what the
+                # block wrote is in that buffer alone, so the host takes it (nothing is
+                # lost) instead of recording a device that has no buffer any more
+                if "w" in self.access and not discard:
+                    s.take_detached_writes(self.buf, off, end)
+                return
+        if discard:
             # the block raised over a buffer that held no valid data (a write-only use
             # skips the publish): what it enqueued is partial at best, and the rest is
             # uninitialised, so the host keeps its data.  Where the buffer held the newest
@@ -330,7 +339,9 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     is kept, as a launch's would be.  A write-only use over bytes the buffer
     did not hold (no publish on entry) leaves the array as it was on a mapped
     or copied link; on a shared link the device works on the host bytes, so
-    what the block wrote before raising is there.
+    what the block wrote before raising is there.  If :func:`free_buffer` lets go
+    of the buffer while the block runs, the host takes what the block wrote when
+    it ends.
 
     Examples
     --------

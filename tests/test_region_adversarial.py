@@ -278,6 +278,30 @@ def test_failed_write_only_cl_buffer_block_invalidates_only_its_bytes(prg, cl_de
     np.testing.assert_array_equal(np.array(x, copy=True), m)
 
 
+@pytest.mark.parametrize("access", ["w", "rw"])
+@pytest.mark.parametrize("relaunch", [False, True], ids=["freed", "freed_and_relaunched"])
+def test_free_buffer_inside_a_cl_buffer_block_loses_nothing(prg, cl_device, unit, access,
+                                                            relaunch) -> None:
+    """Freeing the buffer while a cl_buffer block used it left the block's exit recording
+    its writes on a device that had no buffer any more: the next host read failed with
+    ``AssertionError: coherence: no side holds the newest data`` (for good)."""
+    import pyopencl as cl
+
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    with hostptr.cl_buffer(x[u:2 * u], cl_device, access) as buf:
+        assert hostptr.free_buffer(x, cl_device)
+        if relaunch:  # a new buffer, and a launch on another part, during the block
+            prg.add(u, x[3 * u:], 1.0)
+            m[3 * u:] += 1
+        cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(9.0), 0, 4 * u)
+        m[u:2 * u] = 9.0
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+    prg.add(4 * u, x, 1.0)
+    m += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
 # -- explicit publish and acquire of a view -------------------------------------------------------
 
 def test_explicit_publish_and_acquire_of_a_view_move_only_its_bytes(prg, cl_device,
