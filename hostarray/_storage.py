@@ -604,14 +604,22 @@ class HostWrite:
 
 
 def numpy_may_raise_late() -> bool:
-    """Whether numpy may raise *after* writing an operation's output: its floating-point
-    checks run once the loop is done, and raise when ``np.errstate`` says ``raise`` (or
-    calls back: ``call``, ``log``) or when a warnings filter makes the ``RuntimeWarning``
-    an exception.  A whole overwrite that skipped the acquire of stale device bytes could
-    not tell then what numpy wrote, so such writes acquire first."""
+    """Whether numpy may raise, or run Python code, *after* writing (part of) an
+    operation's output: its floating-point checks run once the loop is done, and raise
+    when ``np.errstate`` says ``raise`` (or call back: ``call``, ``log``), when a warnings
+    filter makes the ``RuntimeWarning`` an exception, or hand it to a replaced
+    ``warnings.showwarning`` (code that may read the array being written).  A whole
+    overwrite that skipped the acquire of stale device bytes could not tell then what
+    numpy wrote (and a read from that code would acquire over it), so such writes
+    acquire first."""
     if any(v in ("raise", "call", "log") for v in np.geterr().values()):
         return True
+    if warnings.showwarning is not _SHOWWARNING:
+        return True
     return any(f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
+
+
+_SHOWWARNING = getattr(warnings, "_showwarning_orig", warnings.showwarning)
 
 
 @contextmanager

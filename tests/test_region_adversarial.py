@@ -127,6 +127,30 @@ def test_whole_view_overwrite_still_skips_the_acquire(prg, cl_device, unit) -> N
     np.testing.assert_array_equal(np.array(x, copy=True), m)
 
 
+def test_code_numpy_runs_during_a_view_write_reads_what_numpy_wrote(prg, cl_device, unit,
+                                                                    monkeypatch) -> None:
+    """numpy reports a floating-point warning after writing ``out=``; a replaced
+    ``warnings.showwarning`` (logging.captureWarnings, an application's hook) that reads
+    the array being written acquired the view's stale device bytes over what numpy had
+    just written (copied link: the old 34.0 where numpy wrote nan, for the reader and
+    for good)."""
+    u = unit
+    x, m = device_newest(prg, cl_device, 4 * u)
+    seen: list[float] = []
+
+    def show(*args: Any, **kwargs: Any) -> None:
+        seen.append(float(x[u + 1]))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", show)
+        np.log(np.array([1, -1, 1, 1], np.float32), out=x[u:u + 4])
+    with np.errstate(invalid="ignore"):
+        np.log(np.array([1, -1, 1, 1], np.float32), out=m[u:u + 4])
+    assert len(seen) == 1 and np.isnan(seen[0])
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
 # -- raw views escape only their own range --------------------------------------------------------
 
 def test_raw_view_of_one_part_costs_nothing_to_launches_on_another(prg, cl_device,
