@@ -304,24 +304,22 @@ class _RawUse:
         off, end = self.span
         self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
         discard = exc_type is not None and "w" in self.access and not self.held_newest
-        with s.lock:
+        with s.lock:  # one hold: another thread's free_buffer can't come in between
             if s.buffers.get(self.dev) is not self.buf:
                 # hostptr.free_buffer let go of the buffer while the block ran: what the
                 # block wrote is in that buffer alone, so the host takes it (nothing is
                 # lost) instead of recording a device that has no buffer any more
                 if "w" in self.access and not discard:
                     s.take_detached_writes(self.buf, off, end)
-                return
-        if discard:
-            # the block raised over a buffer that held no valid data (a write-only use
-            # skips the publish): what it enqueued is partial at best, and the rest is
-            # uninitialised, so the host keeps its data.  Where the buffer held the newest
-            # data, what the block enqueued before raising is kept, as on a shared link,
-            # where it lands in host memory anyway.
-            s.discard_raw_use(self.dev, marker, off, end)  # only the block's bytes
-            return
-        with s.lock:
-            s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
+            elif discard:
+                # the block raised over a buffer that held no valid data (a write-only use
+                # skips the publish): what it enqueued is partial at best, and the rest is
+                # uninitialised, so the host keeps its data.  Where the buffer held the
+                # newest data, what the block enqueued before raising is kept, as on a
+                # shared link, where it lands in host memory anyway.
+                s.discard_raw_use(self.dev, marker, off, end)  # only the block's bytes
+            else:
+                s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
 
 
 def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _RawUse:

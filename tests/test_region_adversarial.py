@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import pickle
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -323,6 +324,52 @@ def test_free_buffer_inside_a_cl_buffer_block_loses_nothing(prg, cl_device, unit
     np.testing.assert_array_equal(np.array(x, copy=True), m)
     prg.add(4 * u, x, 1.0)
     m += 1
+    np.testing.assert_array_equal(np.array(x, copy=True), m)
+
+
+def test_free_buffer_racing_cl_buffer_blocks_from_another_thread(prg, cl_device,
+                                                                  unit) -> None:
+    """The same race from another thread (free_buffer and a launch on another part, while
+    one thread's blocks fill x[:u] and read it back): the reads raised AssertionError on
+    the shared link and returned garbage on the copied one."""
+    import pyopencl as cl
+
+    u = unit
+    x = ha.zeros(4 * u, dtype=ha.float32, device=cl_device)
+    rounds = 200
+    errors: list[BaseException] = []
+    seen: list[tuple[int, float]] = []
+
+    def blocks() -> None:
+        try:
+            for r in range(rounds):
+                with hostptr.cl_buffer(x[:u], cl_device, "w") as buf:
+                    cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(r), 0,
+                                           4 * u)
+                seen.append((r, float(x[3])))
+        except BaseException as e:
+            errors.append(e)
+
+    def frees() -> None:
+        try:
+            for _ in range(rounds):
+                hostptr.free_buffer(x, cl_device)
+                prg.add(u, x[2 * u:3 * u], 1.0)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=blocks), threading.Thread(target=frees)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    if errors:
+        raise errors[0]
+    assert seen == [(r, float(r)) for r in range(rounds)]
+    m = np.zeros(4 * u, np.float32)
+    m[:u] = rounds - 1
+    m[2 * u:3 * u] = rounds
     np.testing.assert_array_equal(np.array(x, copy=True), m)
 
 
