@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex
 
 import numpy as np
 
@@ -364,6 +364,9 @@ class HostPtrArray:
     def __reduce__(self) -> tuple[Any, ...]:
         return _interop.reduce(self)
 
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+        return _interop.reduce(self, int(protocol))
+
     def __copy__(self) -> HostPtrArray:
         return _interop.copy(self)
 
@@ -433,10 +436,11 @@ class HostPtrArray:
             # deadlock with a launch using both)
             value = _host_values(value)
         # the acquire of the written bytes is skipped only when the value can neither fail
-        # to convert half-way (an object array, a list) nor read this array late
-        whole = (type(value) in _EVALUATED or isinstance(value, HostPtrArray)
-                                    or (isinstance(value, (np.ndarray, np.generic))
-                                        and not value.dtype.hasobject))
+        # to convert half-way (an object array, a list, text numpy parses element by
+        # element) nor read this array late
+        whole = (type(value) in _EVALUATED
+                 or (isinstance(value, _VALUES) and not value.dtype.hasobject
+                     and value.dtype.kind not in "SU"))
         # both storages' locks in the one global order when the value is an array: its
         # read may acquire (another thread writing it from this array must not deadlock)
         a = self._a

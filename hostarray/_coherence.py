@@ -26,6 +26,7 @@ previously issued on that device (an in-order queue).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
@@ -77,7 +78,9 @@ class Coherence:
         self.devices: dict[Hashable, None] = {}  # insertion-ordered set of device keys
         self.inflight: list[_Flight] = []
         self.escapes: list[tuple[int, int]] = []  # ranges raw views may write, one per view
-        self.deferred_ends: list[tuple[int, int]] = []  # ends met while the lock was busy
+        # ends met while the lock was busy or this thread was inside an operation (a
+        # finalizer): appended without a lock, applied by the storage later
+        self.deferred_ends: deque[tuple[int, int]] = deque()
         self.host_stale = False
         self.host_exclusive = True
 
@@ -200,10 +203,12 @@ class Coherence:
         return self._runs([(a, b, self._source(v)) for a, b, v in self._segments(lo, hi)
                            if HOST not in v])
 
-    def plan_explicit_acquire(self, key: Hashable) -> list[Run]:
-        """Ranges to acquire from ``key`` for ``acquire_device_writes``: those the host
-        lacks and ``key`` holds newest."""
-        return self._runs([(a, b, key) for a, b, v in self._segments(0, self.size)
+    def plan_explicit_acquire(self, key: Hashable, lo: int = 0,
+                              hi: int | None = None) -> list[Run]:
+        """Ranges of ``[lo, hi)`` (default: all) to acquire from ``key`` for
+        ``acquire_device_writes``: those the host lacks and ``key`` holds newest."""
+        return self._runs([(a, b, key) for a, b, v in
+                           self._segments(lo, self.size if hi is None else hi)
                            if HOST not in v and key in v])
 
     def device_of(self, token: Any) -> Hashable | None:
@@ -339,11 +344,12 @@ class Coherence:
         against it."""
         return [f[0] for f in self.inflight if f[1] != key and f[2] < hi and lo < f[3]]
 
-    def device_invalidated(self, key: Hashable) -> None:
-        """``key``'s copy may hold bytes nobody asked for (raw work that raised): it
-        holds nothing trusted where the host has the newest bytes.  Its launches were
-        waited for."""
-        self._set(0, self.size, lambda v: v - {key} if key in v and HOST in v else v)
+    def device_invalidated(self, key: Hashable, lo: int = 0, hi: int | None = None) -> None:
+        """``key``'s copy of ``[lo, hi)`` (default: all) may hold bytes nobody asked for
+        (raw work that raised): it holds nothing trusted there where the host has the
+        newest bytes.  Its launches were waited for."""
+        self._set(lo, self.size if hi is None else hi,
+                  lambda v: v - {key} if key in v and HOST in v else v)
         self.inflight = [f for f in self.inflight if f[1] != key]
         self._refresh()
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._array import HostPtrArray, _view, aligned_copy, host_view, wrap
+from ._array import HostPtrArray, _view, adopt, aligned_copy, host_view, wrap
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, aligned_empty, host_writes, locked
@@ -167,6 +167,22 @@ def _evaluated(v: Any) -> bool:
 
 
 # Parameters numpy writes whenever an array is passed for them (any function).
+def _has_text(values: Any) -> bool:
+    """Whether ``values`` (read arguments) hold text numpy converts element by element: a
+    string array, or strings inside a list.  Such a conversion can raise part-way through
+    a write (``np.copyto(x, ["1", "x"], casting="unsafe")`` writes 1.0, then raises), so
+    the write must not skip the acquire of stale device bytes.  A lone string argument is
+    one value (or a keyword such as ``casting="unsafe"``): it fails before any write."""
+    for v in values:
+        if isinstance(v, np.ndarray):
+            if v.dtype.kind in "SU":
+                return True
+        elif type(v) is list or type(v) is tuple:
+            if any(isinstance(i, (str, bytes)) for i in v) or _has_text(v):
+                return True
+    return False
+
+
 _WRITE_NAMES = ("out", "dst", "output")
 # In-place functions: the parameter they modify (partly; ``np.copyto``'s dst is above).
 _IN_PLACE: dict[Any, str] = {
@@ -457,7 +473,8 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
             args = [_to_host(v) for v in inputs[1:]] if at else [_to_host(v) for v in inputs]
             if others:
                 _kwargs_to_host(kwargs)
-            whole = (not at and _all_evaluated(args) and _unique_storages(written)
+            whole = (not at and _all_evaluated(args) and not _has_text(args)
+                     and _unique_storages(written)
                      and (not others or (kwargs.get("where", True) is True
                                          and _evaluated(kwargs.get("initial")))))
             with _transactions([o._writing(whole) for o in written]) as views:
@@ -564,7 +581,7 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
             hkwargs = {k: v if k in slots else _to_host(v, sources) for k, v in kwargs.items()}
             read = [v for i, v in enumerate(hargs) if i not in slots]
             read.extend(v for k, v in hkwargs.items() if k not in slots)
-            evaluated = _all_evaluated(read)
+            evaluated = _all_evaluated(read) and not _has_text(read)
             arrays = [t.value for t in ours]
             unique = _unique_storages(arrays)
             with _transactions([t.value._writing(t.whole and evaluated and unique)
@@ -713,13 +730,21 @@ def _rebuild(a: np.ndarray, device_key: str) -> HostPtrArray:
             warnings.warn(f"the pickled array was on {device_key}, which this process does not "
                           f"have ({e}); it is on the host now", RuntimeWarning, stacklevel=2)
     if not a.flags.writeable:  # e.g. unpickled from a read-only buffer: kernels may write it
-        a = aligned_copy(a)
-    return wrap(a, dev)
+        return wrap(aligned_copy(a), dev)
+    # an out-of-band buffer may still be held by whoever unpickles: adopted, the array is
+    # escaped while they hold it
+    return adopt(a, dev, None)
 
 
-def reduce(x: HostPtrArray) -> tuple[Any, ...]:
-    """``x.__reduce__``: the host data (acquired first) and the device recorded by name."""
-    return (_rebuild, (x._host(), str(x._device)))
+def reduce(x: HostPtrArray, protocol: int = 2) -> tuple[Any, ...]:
+    """``x.__reduce_ex__``: the host data (acquired first) and the device recorded by name.
+
+    From protocol 5 numpy gives the pickler a ``PickleBuffer`` over the data, which a
+    ``buffer_callback`` may keep (out of band): over ``x``'s memory that would be a raw
+    view no escape records (stale bytes on a copied link, writes hostarray never sees),
+    so the data is a copy then, as in band it is anyway."""
+    a = x._host()
+    return (_rebuild, (a.copy() if protocol >= 5 else a, str(x._device)))
 
 
 def copy(x: HostPtrArray) -> HostPtrArray:

@@ -16,6 +16,7 @@ import ctypes
 import mmap
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -148,6 +149,13 @@ _REFCOUNTS_WORK = _check_refcounts()
 
 
 _LOCK_CREATION = threading.Lock()
+
+
+def _owned(lock: Any) -> bool:
+    """Whether this thread holds ``lock`` (an ``RLock``; ``False`` where that can't be
+    asked)."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned()) if owned is not None else False
 # shared and read-only; typed as the dict that replaces it before any buffer is added
 _NO_BUFFERS: dict[Hashable, Any] = MappingProxyType({})  # type: ignore[assignment]
 
@@ -395,10 +403,15 @@ class Storage:
             self._report_pending()
         lo, hi = w.lo, w.hi = self.byte_range(w.view)
         self._wait_for(coh.hazards_for_host_write(lo, hi))
-        runs = coh.plan_host_write(lo, hi, overwrites=w.whole)
+        whole = w.whole
+        if whole and coh.host_stale and numpy_may_raise_late():
+            # numpy may raise after writing some or all of the range: then only a host
+            # holding the newest bytes around what it wrote gives numpy's result
+            whole = False
+        runs = coh.plan_host_write(lo, hi, overwrites=whole)
         if runs:
             self._acquire(runs)
-        w.mode = 2 if w.whole and not coh.is_host_current(lo, hi) else 1
+        w.mode = 2 if whole and not coh.is_host_current(lo, hi) else 1
 
     def _end_host_write(self, w: HostWrite, ok: bool) -> None:
         coh = self.coh
@@ -425,13 +438,16 @@ class Storage:
             return lo, hi
 
     def end_escape(self, lo: int, hi: int) -> None:
-        # Runs from a finalizer, possibly inside the garbage collector while this thread
-        # holds another storage's lock: never wait for this lock (a lock-order deadlock
-        # with a launch locking both); if it is busy, the next launch applies the end.
+        # Runs from a finalizer, possibly inside the garbage collector at any allocation:
+        # while this thread holds another storage's lock (never wait for this one: a
+        # lock-order deadlock with a launch locking both), or while this thread is in the
+        # middle of an operation on this very storage (the lock is re-entrant: changing
+        # the state now would pull it from under that operation, e.g. skip a live raw
+        # view's range in a loop over the escapes).  Then the end is deferred, without a
+        # lock (a deque's append is atomic), and the next launch or end applies it.
         lock = self.lock
-        if not lock.acquire(blocking=False):
-            with _LOCK_CREATION:
-                self.coh.deferred_ends.append((lo, hi))
+        if _owned(lock) or not lock.acquire(blocking=False):
+            self.coh.deferred_ends.append((lo, hi))
             return
         try:
             self.coh.escape_ends(lo, hi)
@@ -441,12 +457,13 @@ class Storage:
             lock.release()
 
     def _apply_deferred_ends(self) -> None:
-        coh = self.coh
-        if coh.deferred_ends:
-            with _LOCK_CREATION:
-                ends, coh.deferred_ends = coh.deferred_ends, []
-            for lo, hi in ends:
-                coh.escape_ends(lo, hi)
+        ends = self.coh.deferred_ends
+        while ends:
+            try:
+                lo, hi = ends.popleft()
+            except IndexError:  # emptied meanwhile
+                break
+            self.coh.escape_ends(lo, hi)
 
     @property
     def escaped(self) -> bool:
@@ -507,8 +524,9 @@ class Storage:
         self._mirror()
 
     # -- explicit hostptr operations ---------------------------------------------------
-    def publish_explicit(self, key: Hashable) -> None:
-        """Copy the newest data into ``key``'s buffer now (always one publish).
+    def publish_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:
+        """Copy the newest data of the bytes ``view`` covers (all for ``None``) into
+        ``key``'s buffer now (always one publish).
 
         Device writes not read back yet are kept on every link: the host acquires
         them first (newest wins), then publishes."""
@@ -516,32 +534,49 @@ class Storage:
             if key not in self.buffers:
                 return
             coh = self._before_launch()
-            runs = coh.plan_host_read(0, coh.size)
+            lo, hi = self.byte_range(view)
+            if lo >= hi:
+                return
+            runs = coh.plan_host_read(lo, hi)
             if runs:
                 self._acquire(runs)
-            self._publish([(0, coh.size, key)])
+            self._publish([(lo, hi, key)])
             self._mirror()
 
-    def acquire_explicit(self, key: Hashable) -> None:
-        """Make the writes of ``key``'s launches issued so far visible on the host."""
+    def acquire_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:
+        """Make the writes of ``key``'s launches issued so far to the bytes ``view``
+        covers (all for ``None``) visible on the host."""
         with self.lock:
             if key not in self.buffers:
                 return
-            runs = self.coh.plan_explicit_acquire(key)
+            runs = self.coh.plan_explicit_acquire(key, *self.byte_range(view))
             if runs:
                 self._acquire(runs)
                 self._mirror()
+
+    def take_detached_writes(self, buf: Any, lo: int, hi: int) -> None:
+        """Raw work wrote bytes ``[lo, hi)`` of ``buf``, a buffer freed meanwhile: the host
+        takes them (one acquire, after the launches still using those host bytes)."""
+        with self.lock:
+            coh = self.coh
+            self._wait_for(coh.hazards_for_host_write(lo, hi))
+            moved = buf.acquire(lo, hi)  # after everything on the queue, the block's work too
+            COUNTERS.add(acquires=1, bytes_acquired=moved)
+            coh.host_written(lo, hi)
+            self._mirror()
 
     def is_current(self, key: Hashable, lo: int, hi: int) -> bool:
         """Whether ``key`` holds the newest bytes of ``[lo, hi)``."""
         return self.coh.is_current(key, lo, hi)
 
-    def discard_raw_use(self, key: Hashable, token: Any) -> None:
-        """Raw pyopencl work on ``key`` raised: wait for what it enqueued, and let
-        ``key``'s copy hold nothing trusted (the host keeps its data)."""
+    def discard_raw_use(self, key: Hashable, token: Any, lo: int = 0,
+                        hi: int | None = None) -> None:
+        """Raw pyopencl work on ``key`` over bytes ``[lo, hi)`` (default: all) raised: wait
+        for what it enqueued, and let ``key``'s copy of them hold nothing trusted (the
+        host keeps its data)."""
         with self.lock:
             self._wait_for([token])
-            self.coh.device_invalidated(key)
+            self.coh.device_invalidated(key, lo, hi)
             self._mirror()
 
 
@@ -575,6 +610,25 @@ class HostWrite:
                 s._end_host_write(self, exc_type is None)
         finally:
             s.lock.release()
+
+
+def numpy_may_raise_late() -> bool:
+    """Whether numpy may raise, or run Python code, *after* writing (part of) an
+    operation's output: its floating-point checks run once the loop is done, and raise
+    when ``np.errstate`` says ``raise`` (or call back: ``call``, ``log``), when a warnings
+    filter makes the ``RuntimeWarning`` an exception, or hand it to a replaced
+    ``warnings.showwarning`` (code that may read the array being written).  A whole
+    overwrite that skipped the acquire of stale device bytes could not tell then what
+    numpy wrote (and a read from that code would acquire over it), so such writes
+    acquire first."""
+    if any(v in ("raise", "call", "log") for v in np.geterr().values()):
+        return True
+    if warnings.showwarning is not _SHOWWARNING:
+        return True
+    return any(f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
+
+
+_SHOWWARNING = getattr(warnings, "_showwarning_orig", warnings.showwarning)
 
 
 @contextmanager

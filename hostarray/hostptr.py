@@ -224,23 +224,25 @@ def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
 def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     """Copy ``x``'s newest data into its buffer on ``device`` now (not at the next launch).
 
-    Always one publish.  The newest data wins on every link: device writes not
-    read back yet are kept (the host acquires them first).  Does nothing if
-    ``x`` has no buffer on ``device``.  An explicit transfer: the transfer guard
+    Always one publish, of the bytes ``x`` covers (a view: only its part of the
+    array).  The newest data wins on every link: device writes not read back yet
+    are kept (the host acquires them first).  Does nothing if ``x`` has no buffer
+    on ``device`` or no bytes.  An explicit transfer: the transfer guard
     (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
     with EXPLICIT:
-        x._s.publish_explicit(_parse_device(device))
+        x._s.publish_explicit(_parse_device(device), x._a)
 
 
 def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
-    """Make the writes of launches issued so far on ``device`` visible on the host.
+    """Make the writes of launches issued so far on ``device`` to ``x``'s bytes (a view:
+    only its part of the array) visible on the host.
 
     A no-op when ``x``'s newest data is not on ``device``.  An explicit transfer: the
     transfer guard (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
     with EXPLICIT:
-        x._s.acquire_explicit(_parse_device(device))
+        x._s.acquire_explicit(_parse_device(device), x._a)
 
 
 def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
@@ -271,6 +273,7 @@ class _RawUse:
         self.x, self.dev, self.access = x, dev, access
         self.held_newest = False
         self.span = (0, 0)
+        self.buf: Any = None  # the buffer whose (sub-)buffer the block holds
 
     def __enter__(self) -> Any:
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
@@ -281,6 +284,12 @@ class _RawUse:
                                          f"lets the device write it; use access='r'")
         with s.lock:
             buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
+            held = buf.held_overlap(off, a.nbytes)
+            if held:  # another open block's sub-buffer would be retired under its feet
+                raise BadLaunch("cl_buffer", f"the array's bytes {off}-{off + a.nbytes} "
+                                             f"overlap bytes {held[0]}-{held[1]}, which another "
+                                             f"open cl_buffer block is using; end that block "
+                                             f"first, or use the same view")
             self.span = (off, off + a.nbytes)  # the bytes the block may touch
             # write-only ("w") publishes nothing: the block overwrites the whole range
             if "r" in self.access:
@@ -289,23 +298,35 @@ class _RawUse:
                 s.prepare_device_write(dev, *self.span)
             # whether the buffer holds the newest data when the block starts (see __exit__)
             self.held_newest = s.is_current(dev, *self.span)
-        return buf.handle(off, a.nbytes)
+            # under the lock: a launch can't retire it between its check and this
+            handle = buf.handle(off, a.nbytes, raw=True)
+            self.buf = buf
+        return handle
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         import pyopencl as cl
 
         s = self.x._s
         marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
-        if exc_type is not None and "w" in self.access and not self.held_newest:
-            # the block raised over a buffer that held no valid data (a write-only use
-            # skips the publish): what it enqueued is partial at best, and the rest is
-            # uninitialised, so the host keeps its data.  Where the buffer held the newest
-            # data, what the block enqueued before raising is kept, as on a shared link,
-            # where it lands in host memory anyway.
-            s.discard_raw_use(self.dev, marker)
-            return
-        with s.lock:
-            s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
+        off, end = self.span
+        self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
+        discard = exc_type is not None and "w" in self.access and not self.held_newest
+        with s.lock:  # one hold: another thread's free_buffer can't come in between
+            if s.buffers.get(self.dev) is not self.buf:
+                # hostptr.free_buffer let go of the buffer while the block ran: what the
+                # block wrote is in that buffer alone, so the host takes it (nothing is
+                # lost) instead of recording a device that has no buffer any more
+                if "w" in self.access and not discard:
+                    s.take_detached_writes(self.buf, off, end)
+            elif discard:
+                # the block raised over a buffer that held no valid data (a write-only use
+                # skips the publish): what it enqueued is partial at best, and the rest is
+                # uninitialised, so the host keeps its data.  Where the buffer held the
+                # newest data, what the block enqueued before raising is kept, as on a
+                # shared link, where it lands in host memory anyway.
+                s.discard_raw_use(self.dev, marker, off, end)  # only the block's bytes
+            else:
+                s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
 
 
 def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _RawUse:
@@ -323,7 +344,9 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     is kept, as a launch's would be.  A write-only use over bytes the buffer
     did not hold (no publish on entry) leaves the array as it was on a mapped
     or copied link; on a shared link the device works on the host bytes, so
-    what the block wrote before raising is there.
+    what the block wrote before raising is there.  If :func:`free_buffer` lets go
+    of the buffer while the block runs, the host takes what the block wrote when
+    it ends.
 
     Examples
     --------

@@ -700,6 +700,15 @@ class Kernel:
                 args.append((buf, v[1], v[2]))
             else:
                 args.append(v)
+        # a sub-buffer an open hostptr.cl_buffer block holds can't be retired for this
+        # launch's overlapping one: refused before anything moves
+        for v in args:
+            if type(v) is tuple and (held := v[0].held_overlap(v[1], v[2])):
+                raise BadLaunch(self.name, f"an argument's part of its array (bytes "
+                                           f"{v[1]}-{v[1] + v[2]}) overlaps bytes "
+                                           f"{held[0]}-{held[1]}, which an open "
+                                           f"hostptr.cl_buffer block is using; launch "
+                                           f"after the block, or on the same view")
         # only the bytes each argument covers move; write-only (ha.write) publishes
         # nothing: the kernel overwrites its whole range
         for s, spans in storages:

@@ -208,18 +208,19 @@ class CoherenceModel(RuleBasedStateMachine):
         self.c.forget_device(key)
         self.mem[key] = [GARBAGE] * N  # a new buffer later starts empty
 
-    @rule(d=st.integers(0, 1))
-    def raw_work_failed(self, d: int) -> None:
-        """A raw pyopencl block raised: the device copy holds nothing trusted where the
-        host has the newest bytes (``Storage.discard_raw_use``)."""
+    @rule(d=st.integers(0, 1), span=spans())
+    def raw_work_failed(self, d: int, span: tuple[int, int]) -> None:
+        """A raw pyopencl block over ``span`` raised: the device copy of it holds nothing
+        trusted where the host has the newest bytes (``Storage.discard_raw_use``)."""
         key = self._device(d)
         if key not in self.c.devices:
             return
+        lo, hi = span
         self._wait(self.c.launches_on(key))
-        for b in range(N):
+        for b in range(lo, hi):
             if self.mem[HOST][b] == self.truth[b]:
                 self.mem[key][b] = GARBAGE
-        self.c.device_invalidated(key)
+        self.c.device_invalidated(key, lo, hi)
 
     @precondition(lambda self: len(self.escapes) < 3)
     @rule(span=spans())

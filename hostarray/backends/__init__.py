@@ -42,8 +42,19 @@ class DeviceBuffer(Protocol):
         """Give the device memory back."""
         ...
 
-    def handle(self, offset: int, nbytes: int) -> Any:
-        """The backend object a launch passes for ``nbytes`` at ``offset``."""
+    def handle(self, offset: int, nbytes: int, raw: bool = False) -> Any:
+        """The backend object a launch passes for ``nbytes`` at ``offset`` (``raw``: for a
+        ``hostptr.cl_buffer`` block, held until :meth:`raw_done`)."""
+        ...
+
+    def held_overlap(self, offset: int, nbytes: int) -> tuple[int, int] | None:
+        """The range of an object an open ``cl_buffer`` block holds that :meth:`handle`
+        for ``nbytes`` at ``offset`` would have to let go of, or ``None``."""
+        ...
+
+    def raw_done(self, offset: int, nbytes: int, event: Any) -> None:
+        """The ``cl_buffer`` block holding :meth:`handle`'s object for ``nbytes`` at
+        ``offset`` ended; ``event`` follows its commands."""
         ...
 
     def used(self, offset: int, nbytes: int, event: Any) -> None:

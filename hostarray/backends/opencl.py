@@ -305,7 +305,7 @@ class OpenCLBuffer:
     """A ``cl.Buffer`` over one host allocation and how to sync it."""
 
     __slots__ = ("runtime", "buf", "host", "link", "nbytes", "subs", "unit", "_ranges",
-                 "_last_use", "_sub_lock", "__weakref__")
+                 "_last_use", "_raw", "_sub_lock", "__weakref__")
 
     def __init__(self, runtime: DeviceRuntime, buf: cl.Buffer, host: np.ndarray, link: str):
         self.runtime = runtime
@@ -321,6 +321,9 @@ class OpenCLBuffer:
         # per live sub-buffer: the newest command that used it (None: none yet;
         # _IN_USE: handed out, its command not known yet)
         self._last_use: dict[tuple[int, int], Any] = {}
+        # sub-buffers handed to open ``hostptr.cl_buffer`` blocks (how many each): the
+        # block's code may still enqueue on one, so nothing may retire it before the block ends
+        self._raw: dict[tuple[int, int], int] = {}
         self._sub_lock = threading.Lock()
 
     def publish(self, lo: int = 0, hi: int | None = None) -> tuple[Any, int]:
@@ -351,7 +354,20 @@ class OpenCLBuffer:
         mapped.base.release(q).wait()
         return hi - lo if self.link == "mapped" else 0
 
-    def handle(self, offset: int, nbytes: int) -> cl.Buffer:
+    def held_overlap(self, offset: int, nbytes: int) -> tuple[int, int] | None:
+        """The range of a sub-buffer an open ``cl_buffer`` block holds that the handle for
+        ``nbytes`` at ``offset`` would retire (it overlaps without being the same), or
+        ``None``.  The whole buffer retires nothing."""
+        if offset == 0 and nbytes >= self.nbytes:
+            return None
+        lo, hi = key = sub_range(offset, nbytes, self.unit, self.nbytes)
+        with self._sub_lock:
+            for k in self._raw:
+                if k != key and k[0] < hi and lo < k[1]:
+                    return k
+        return None
+
+    def handle(self, offset: int, nbytes: int, raw: bool = False) -> cl.Buffer:
         """The memory object a launch passes for the view of ``nbytes`` at ``offset``.
 
         The whole buffer is passed as itself; any other view (a short one at offset 0 too)
@@ -360,7 +376,9 @@ class OpenCLBuffer:
         range share one.  A sub-buffer that overlaps the new one is retired first
         (:meth:`_retire`), so the live sub-buffers never overlap: OpenCL leaves overlapping
         sub-buffers in use undefined, and NVIDIA's driver crashed on many of them.  The
-        caller reports the command that used it with :meth:`used`."""
+        caller reports the command that used it with :meth:`used` (a ``raw`` handle, for a
+        ``cl_buffer`` block, with :meth:`raw_done`: until then nothing retires it; callers
+        check :meth:`held_overlap` first)."""
         if offset == 0 and nbytes >= self.nbytes:
             return self.buf
         key = sub_range(offset, nbytes, self.unit, self.nbytes)
@@ -370,6 +388,8 @@ class OpenCLBuffer:
                 self._retire(key)
                 sub = self.subs[key] = self.buf.get_sub_region(key[0], key[1] - key[0])
                 bisect.insort(self._ranges, key)
+            if raw:
+                self._raw[key] = self._raw.get(key, 0) + 1
             # in use by a command not known yet: until used() names it, retiring this one
             # waits for the whole queue
             self._last_use[key] = _IN_USE
@@ -384,6 +404,20 @@ class OpenCLBuffer:
         with self._sub_lock:
             if key in self._last_use:
                 self._last_use[key] = event
+
+    def raw_done(self, offset: int, nbytes: int, event: Any) -> None:
+        """A ``cl_buffer`` block given the :meth:`handle` (``raw``) for ``nbytes`` at
+        ``offset`` ended; ``event`` follows every command it enqueued."""
+        if offset == 0 and nbytes >= self.nbytes:
+            return
+        key = sub_range(offset, nbytes, self.unit, self.nbytes)
+        with self._sub_lock:
+            n = self._raw.get(key, 0) - 1
+            if n > 0:
+                self._raw[key] = n
+            else:
+                self._raw.pop(key, None)
+        self.used(offset, nbytes, event)
 
     def sub_ranges(self) -> list[tuple[int, int]]:
         """The byte ranges ``[lo, hi)`` of the live sub-buffers, sorted."""
@@ -410,6 +444,9 @@ class OpenCLBuffer:
         if start == stop:
             return
         victims = ranges[start:stop]
+        held = [k for k in victims if k in self._raw]
+        if held:  # the callers check held_overlap first, under the storage's lock
+            raise AssertionError(f"sub-buffer {held[0]} is held by an open cl_buffer block")
         del ranges[start:stop]
         last = [self._last_use.pop(k, None) for k in victims]
         dead = [self.subs.pop(k) for k in victims]
@@ -448,3 +485,4 @@ class OpenCLBuffer:
             self.subs.clear()
             self._ranges.clear()
             self._last_use.clear()
+            self._raw.clear()
