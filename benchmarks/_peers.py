@@ -279,6 +279,21 @@ def _progress(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
+def run_header(dev: ha.Device) -> dict[str, Any]:
+    """When, on which device and with which software a benchmark ran (its JSON header)."""
+    import pyopencl as cl
+
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
+                   "platform": dev._cl_device.platform.name.strip(),
+                   "driver": dev._cl_device.driver_version},
+        "host": {"python": platform.python_version(), "numpy": np.__version__,
+                 "pyopencl": cl.VERSION_TEXT, "hostarray": ha.__version__,
+                 "cpus": os.cpu_count()},
+    }
+
+
 _STATS = ("publishes", "acquires", "bytes_published", "bytes_acquired", "waits", "launches")
 
 
@@ -554,7 +569,6 @@ def main(wl: Workload, doc: str, argv: list[str] | None = None) -> int:
         p.error(f"argument --sizes: {e}")
     if args.repeat < 1:
         p.error("argument --repeat: at least 1")
-    import pyopencl as cl
 
     dev = ha.device(args.device or os.environ.get("HOSTARRAY_DEVICE") or "opencl")
     if dev.framework != "opencl":
@@ -573,14 +587,7 @@ def main(wl: Workload, doc: str, argv: list[str] | None = None) -> int:
     cupy_text = (f"{libs['cupy'].version} on {libs['cupy'].device_name}" if "cupy" in libs
                  else skipped["cupy"])
     result: dict[str, Any] = {
-        "benchmark": wl.key, **wl.params,
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
-                   "platform": dev._cl_device.platform.name.strip(),
-                   "driver": dev._cl_device.driver_version},
-        "host": {"python": platform.python_version(), "numpy": np.__version__,
-                 "pyopencl": cl.VERSION_TEXT, "hostarray": ha.__version__,
-                 "cpus": os.cpu_count()},
+        "benchmark": wl.key, **wl.params, **run_header(dev),
         "cupy": cupy_text, "forced_link": args.link, "repeat": args.repeat, "rows": [],
     }
     _progress(f"{wl.key}: {dev} ({dev.name}), link {dev.link}, CuPy: {cupy_text}")

@@ -36,11 +36,9 @@ no publish and no acquire; and each variant's values are checked against numpy.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gc
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -50,6 +48,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from _peers import _progress, run_header  # noqa: E402
 
 import hostarray as ha  # noqa: E402
 from hostarray.bench import (  # noqa: E402
@@ -70,10 +70,6 @@ CUDA_SRC = (r'extern "C" __global__ void affine(float *x, unsigned long long n) 
             r"threadIdx.x; if (i < n) x[i] = 2 * x[i] + 1; }")
 GOAL_US = 10.0  # what a launch through hostarray may cost above raw pyopencl (issue 12)
 VARIANTS = ("ha", "cl", "cl call", "cl ha-buf", "cupy raw", "cupy ew")
-
-
-def _progress(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
 def expected_after(k: int) -> np.float32:
@@ -459,7 +455,6 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"argument --sizes: {e}")
     if args.repeat < 1 or args.launches < 1:
         p.error("--repeat and --launches: at least 1")
-    import pyopencl as cl
 
     dev = ha.device(args.device or os.environ.get("HOSTARRAY_DEVICE") or "opencl")
     if dev.framework != "opencl":
@@ -472,14 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         cupy_text = "not installed"
     result: dict[str, Any] = {
         "benchmark": "launch", "launches": args.launches, "goal_us": GOAL_US,
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
-                   "platform": dev._cl_device.platform.name.strip(),
-                   "driver": dev._cl_device.driver_version},
-        "host": {"python": platform.python_version(), "numpy": np.__version__,
-                 "pyopencl": cl.VERSION_TEXT, "hostarray": ha.__version__,
-                 "cpus": os.cpu_count()},
-        "cupy": cupy_text, "forced_link": args.link, "repeat": args.repeat, "rows": [],
+        **run_header(dev), "cupy": cupy_text, "forced_link": args.link, "repeat": args.repeat,
+        "rows": [],
     }
     _progress(f"launch: {dev} ({dev.name}), link {dev.link}, CuPy: {cupy_text}")
     for nbytes in sizes:
