@@ -443,13 +443,17 @@ class HostPtrArray:
                      and value.dtype.kind not in "SU"))
         # both storages' locks in the one global order when the value is an array: its
         # read may acquire (another thread writing it from this array must not deadlock)
-        a = self._a
-        target = _basic_target(a, key)  # the bytes written, for the coherence record
-        if target is None:  # advanced indexing: somewhere under x, not all of it
+        a, s = self._a, self._s
+        # the bytes written, for the coherence record: not needed (and not built, as every
+        # write would pay for it) while only the host holds the data.  That flag is read
+        # without the lock, so the fallback must be right whatever happens before the
+        # write starts: all of x, acquired first where stale (never skipped).
+        target = None if s.host_exclusive else _basic_target(a, key)
+        if target is None:  # advanced indexing or host-only data: all of x, not all written
             whole, target = False, a
-        with locked((self._s, value._s)) if isinstance(value, HostPtrArray) else self._s.lock:
+        with locked((s, value._s)) if isinstance(value, HostPtrArray) else s.lock:
             v = value._host() if isinstance(value, HostPtrArray) else value
-            with _write_view(self._s, target, whole):
+            with _write_view(s, target, whole):
                 a[key] = v  # numpy's own semantics of the key (not target[...] = v)
 
     # -- printing ---------------------------------------------------------------------
