@@ -176,20 +176,16 @@ def test_tables_fit_100_columns_with_legends() -> None:
 
 @pytest.mark.parametrize("name", ["cpu-pocl-bench.json", "h200-bench.json"])
 def test_tables_of_measured_results_fit(name: str) -> None:
-    path = Path(ROOT) / "benchmarks" / "results" / name
-    if not path.exists():
-        pytest.skip(f"{path} is not there")
+    path = Path(ROOT) / "benchmarks" / "results" / name  # committed measurements
     _check_tables(format_tables(json.loads(path.read_text())), 6)
 
 
 @pytest.fixture(scope="module")
-def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str, str]:
-    devs = [d for d in ha.devices() if d.framework == "opencl"]
-    if not devs:
-        pytest.skip("no working OpenCL device")
+def bench_run(tmp_path_factory: pytest.TempPathFactory, cl_device: ha.Device
+              ) -> tuple[dict, str, str]:
     png = str(tmp_path_factory.mktemp("bench") / "bench.png")
     p = subprocess.run([sys.executable, "-m", "hostarray", "bench", "--max-size", "1MiB",
-                        "--json", "--device", str(devs[0]), "--plot", png],
+                        "--json", "--device", str(cl_device), "--plot", png],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout), p.stderr, png
@@ -263,12 +259,9 @@ def test_bench_json_tables_fit(bench_run: tuple[dict, str, str]) -> None:
 
 
 @pytest.mark.device
-def test_bench_prints_tables_that_fit() -> None:
-    devs = [d for d in ha.devices() if d.framework == "opencl"]
-    if not devs:
-        pytest.skip("no working OpenCL device")
+def test_bench_prints_tables_that_fit(cl_device: ha.Device) -> None:
     p = subprocess.run([sys.executable, "-m", "hostarray", "bench", "--max-size", "256 KiB",
-                        "--repeat", "1", "--device", str(devs[0])],
+                        "--repeat", "1", "--device", str(cl_device)],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith("hostarray bench -- ")
@@ -279,17 +272,11 @@ def test_bench_prints_tables_that_fit() -> None:
 
 # -- benchmarks/bench_iterative.py and bench_half.py: hostarray vs CuPy and pyopencl.array ----
 
-def _opencl_device() -> ha.Device:
-    devs = [d for d in ha.devices() if d.framework == "opencl"]
-    if not devs:
-        pytest.skip("no working OpenCL device")
-    return devs[0]
-
-
 @pytest.mark.device
 @pytest.mark.parametrize("script", ["bench_iterative.py", "bench_half.py"])
-def test_peer_benchmarks_run_check_and_count(script: str, tmp_path: Path) -> None:
-    dev = _opencl_device()
+def test_peer_benchmarks_run_check_and_count(script: str, tmp_path: Path,
+                                            cl_device: ha.Device) -> None:
+    dev = cl_device
     out = tmp_path / "peers.json"
     # a copied link, so that hostarray's bytes show on a device whose own link is shared
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script),
@@ -319,8 +306,8 @@ def test_peer_benchmarks_run_check_and_count(script: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.device
-def test_launch_benchmark_runs_checks_and_counts(tmp_path: Path) -> None:
-    dev = _opencl_device()
+def test_launch_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.Device) -> None:
+    dev = cl_device
     out = tmp_path / "launch.json"
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_launch.py"),
                         "--sizes", "4KiB", "--launches", "20", "--repeat", "1", "--profile",
@@ -348,8 +335,9 @@ def test_launch_benchmark_runs_checks_and_counts(tmp_path: Path) -> None:
 
 
 @pytest.mark.device
-def test_peer_benchmark_fails_loudly_on_a_wrong_value(capsys: pytest.CaptureFixture) -> None:
-    dev = _opencl_device()
+def test_peer_benchmark_fails_loudly_on_a_wrong_value(capsys: pytest.CaptureFixture,
+                                                      cl_device: ha.Device) -> None:
+    dev = cl_device
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
         import _peers
