@@ -177,6 +177,8 @@ from ._api.utility import (
     diff,
 )
 from ._array import HostPtrArray
+from ._compute import device_compute_threshold, set_device_compute_threshold
+from ._compute.pool import clear_pool
 from ._dask import install as _install_dask
 from ._devices import Device, default_device, device, devices
 from ._dtypes import (
@@ -227,7 +229,8 @@ else:
 __all__ = [
     "HostPtrArray", "Device", "Stats", "Program", "Kernel", "Launch", "read", "write",
     "readwrite", "asarray", "empty", "zeros", "device", "devices", "default_device", "stats",
-    "reset_stats", "transfer_guard", "set_transfer_guard", "errors", "hostptr", "bool", "int8",
+    "reset_stats", "transfer_guard", "set_transfer_guard", "device_compute_threshold",
+    "set_device_compute_threshold", "clear_pool", "errors", "hostptr", "bool", "int8",
     "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
     "complex64", "complex128", "from_dlpack",
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",

@@ -31,7 +31,17 @@ class Stats:
         Times the host waited for in-flight launches before touching memory (or
         before retiring a sub-buffer that overlaps a new one, see docs/gpu.md).
     launches : int
-        Kernel launches enqueued through hostarray.
+        Kernel launches enqueued through hostarray (the user's and generated ones).
+    device_ops : int
+        Namespace functions and operators computed on a device by generated kernels
+        (see :func:`~hostarray.device_compute_threshold`).
+    host_fallbacks : int
+        Operations the placement rule sent to a device that ran on the host instead
+        (a data type or view the device path does not take; see docs/device-compute.md).
+    kernels_compiled : int
+        Generated kernels built (each once per operation, data types and device).
+    compile_seconds : float
+        Time spent building them, apart from everything else.
 
     Examples
     --------
@@ -47,6 +57,10 @@ class Stats:
     bytes_acquired: int = 0
     waits: int = 0
     launches: int = 0
+    device_ops: int = 0
+    host_fallbacks: int = 0
+    kernels_compiled: int = 0
+    compile_seconds: float = 0.0
 
     @property
     def bytes_moved(self) -> int:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
+from .._compute import target as _target
 from .._devices import HOST
 from .._storage import Storage, aligned_empty, locked
 from ._common import join_devices
@@ -302,11 +303,26 @@ def _operand_error(x: Any) -> TypeError:
     return TypeError(f"expected a hostarray array or a Python scalar, got {type(x).__name__}")
 
 
-def _make_unary(fn: Any) -> Any:
+def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = None
+            ) -> HostPtrArray | None:
+    """``name`` computed on the device holding the operands' newest data, or ``None``:
+    compute on the host (see :mod:`hostarray._compute`)."""
+    dev = _target(operands)
+    if dev is None:
+        return None
+    from .._compute.elementwise import elementwise  # imports pyopencl: only once a device is used
+
+    return elementwise(name, dev, operands, out)
+
+
+def _make_unary(fn: Any, name: str) -> Any:
     def unary(x, /):
         if type(x) is HPA:
             s = x._s
             if s.host_stale:
+                r = _device(name, (x,))
+                if r is not None:
+                    return r
                 s.sync_for_host_read(x._a)
             d = x._device
             if d is not HOST:
@@ -324,8 +340,12 @@ def _make_unary(fn: Any) -> Any:
     return unary
 
 
-def _make_binary(fn: Any) -> Any:
+def _make_binary(fn: Any, name: str) -> Any:
     def binary(x1, x2, /):
+        if (type(x1) is HPA and x1._s.host_stale) or (type(x2) is HPA and x2._s.host_stale):
+            r = _device(name, (x1, x2))
+            if r is not None:
+                return r
         if type(x1) is HPA:
             s = x1._s
             if s.host_stale:
@@ -358,9 +378,13 @@ def _make_binary(fn: Any) -> Any:
     return binary
 
 
-def _make_operator(fn: Any) -> Any:
+def _make_operator(fn: Any, name: str) -> Any:
     def op(self, other, /):
         s = self._s
+        if s.host_stale or (type(other) is HPA and other._s.host_stale):
+            r = _device(name, (self, other))
+            if r is not None:
+                return r
         if s.host_stale:
             s.sync_for_host_read(self._a)
         a = self._a
@@ -380,9 +404,13 @@ def _make_operator(fn: Any) -> Any:
     return op
 
 
-def _make_reflected(fn: Any) -> Any:
+def _make_reflected(fn: Any, name: str) -> Any:
     def rop(self, other, /):
         s = self._s
+        if s.host_stale or (type(other) is HPA and other._s.host_stale):
+            r = _device(name, (other, self))
+            if r is not None:
+                return r
         if s.host_stale:
             s.sync_for_host_read(self._a)
         d = self._device
@@ -398,7 +426,7 @@ def _make_reflected(fn: Any) -> Any:
     return rop
 
 
-def _make_inplace(fn: Any) -> Any:
+def _make_inplace(fn: Any, name: str) -> Any:
     is_ufunc = isinstance(fn, np.ufunc)
 
     def iop(self, other, /):
@@ -410,6 +438,9 @@ def _make_inplace(fn: Any) -> Any:
         if not self._a.flags.writeable:  # refused before the coherence state is touched
             raise ValueError("this array is read-only (read-only memory or a broadcast view); "
                              "use the out-of-place operator or a copy")
+        if self._s.host_stale or (type(other) is HPA and other._s.host_stale):
+            if _device(name, (self, other), self) is not None:
+                return self
         # under the storage lock from the read of the operand to the last byte written:
         # another thread's launch or whole-storage publish/acquire must not interleave
         with locked((self._s, other._s)) if type(other) is HPA else self._s.lock:
@@ -427,10 +458,13 @@ def _make_inplace(fn: Any) -> Any:
     return iop
 
 
-def _make_unary_operator(fn: Any) -> Any:
+def _make_unary_operator(fn: Any, name: str) -> Any:
     def op(self, /):
         s = self._s
         if s.host_stale:
+            r = _device(name, (self,))
+            if r is not None:
+                return r
             s.sync_for_host_read(self._a)
         d = self._device
         if d is not HOST:
@@ -571,7 +605,7 @@ def _install() -> None:
         if name == "clip":
             f = clip
         else:
-            f = _make_unary(fn) if params == UNARY else _make_binary(fn)
+            f = _make_unary(fn, name) if params == UNARY else _make_binary(fn, name)
             f.__annotations__ = dict(_UNARY_HINTS if params == UNARY else _BINARY_HINTS)
         f.__name__ = f.__qualname__ = name
         f.__module__ = "hostarray"
@@ -579,21 +613,21 @@ def _install() -> None:
         __all__.append(name)
         if params == UNARY:
             for dunder in ops:
-                _set_operator(dunder, _make_unary_operator(fn))
+                _set_operator(dunder, _make_unary_operator(fn, name))
         elif ops:
-            _install_binary_operators(fn, ops)
-    for _, fn, ops in OPERATOR_ONLY:
-        _install_binary_operators(fn, ops)
+            _install_binary_operators(fn, ops, name)
+    for name, fn, ops in OPERATOR_ONLY:
+        _install_binary_operators(fn, ops, name)
     HostPtrArray.__hash__ = None  # mutable, like ndarray
     for name, _, params, _, example in TABLE:
         g[name].__doc__ = _docstring(name, params, _example(name, example))
 
 
-def _install_binary_operators(fn: Any, ops: tuple[str, ...]) -> None:
-    _set_operator(ops[0], _make_operator(fn))
+def _install_binary_operators(fn: Any, ops: tuple[str, ...], name: str) -> None:
+    _set_operator(ops[0], _make_operator(fn, name))
     if len(ops) > 1:
-        _set_operator(ops[1], _make_reflected(fn))
-        _set_operator(ops[2], _make_inplace(fn))
+        _set_operator(ops[1], _make_reflected(fn, name))
+        _set_operator(ops[2], _make_inplace(fn, name))
 
 
 def _set_operator(dunder: str, f: Any) -> None:

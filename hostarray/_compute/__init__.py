@@ -1,0 +1,159 @@
+"""Compute where the newest data is: the device path of the namespace.
+
+A namespace function or operator runs on an OpenCL device, with kernels
+hostarray generates, when :func:`target` says so:
+
+* every array operand is a HostPtrArray on one OpenCL device whose host link
+  is *mapped* or *copied* (on a *shared* link the host reads the device's
+  bytes with no copy, and numpy is the right engine);
+* at least one operand's newest bytes are on that device and not on the host
+  (a kernel wrote them); the other operands are current on the device too, or
+  host-newest and at most :data:`PUBLISH_LIMIT` bytes (then published);
+* the largest array involved (an operand or the result) has at least
+  :func:`device_compute_threshold` bytes.
+
+Then nothing is acquired: the result is a HostPtrArray on that device whose
+newest data is on the device, and the host acquires it only when it looks.
+Everything else runs on the host with numpy, as before.  ``ha.stats()``
+counts ``device_ops`` (operations run on the device) and ``host_fallbacks``
+(operations :func:`target` sent to the device but that the device path
+can't do: an unsupported data type, such as complex or float16, or a view
+whose offset is not a whole number of elements).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .._array import HostPtrArray
+from .._devices import Device
+
+__all__ = ["PUBLISH_LIMIT", "device_compute_threshold", "set_device_compute_threshold",
+           "target"]
+
+HPA = HostPtrArray
+
+#: host-newest operands up to this many bytes are published for a device operation
+PUBLISH_LIMIT = 1 << 20
+
+_DEFAULT_THRESHOLD = 1 << 20
+_ENV = "HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES"
+_lock = threading.Lock()
+
+
+def _from_env() -> int | None:
+    v = os.environ.get(_ENV, "").strip().lower()
+    if not v:
+        return _DEFAULT_THRESHOLD
+    if v in ("off", "none", "never"):
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise ValueError(f"{_ENV}={v!r}: give a number of bytes (0: every size) or 'off'"
+                         ) from None
+    if n < 0:
+        raise ValueError(f"{_ENV}={v!r}: the threshold must be >= 0 bytes (or 'off')")
+    return n
+
+
+_threshold: list[int | None] = [_from_env()]
+
+
+def device_compute_threshold() -> int | None:
+    """The smallest size, in bytes, of an operation's largest array for it to run on a
+    device (``None``: the device path is off).
+
+    The default is 1 MiB (below that, a launch costs more than numpy's work plus the
+    acquire); the environment variable ``HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES`` (a number of
+    bytes, or ``off``) sets it at import, :func:`set_device_compute_threshold` at run time.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> ha.device_compute_threshold() is None or ha.device_compute_threshold() >= 0
+    True
+    """
+    return _threshold[0]
+
+
+def set_device_compute_threshold(nbytes: int | None) -> int | None:
+    """Set :func:`device_compute_threshold` (``0``: every size; ``None``: never) and
+    return the previous value.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> old = ha.set_device_compute_threshold(0)   # every size, e.g. to test the device path
+    >>> _ = ha.set_device_compute_threshold(old)
+    """
+    if nbytes is not None:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise TypeError(f"the threshold is a number of bytes or None, not "
+                            f"{type(nbytes).__name__}")
+        if nbytes < 0:
+            raise ValueError(f"the threshold must be >= 0 bytes, got {nbytes}")
+    with _lock:
+        old, _threshold[0] = _threshold[0], nbytes
+    return old
+
+
+def _range(x: HostPtrArray) -> tuple[int, int]:
+    return x._s.byte_range(x._a)
+
+
+def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
+    """The device an operation on ``operands`` runs on, or ``None`` for the host (see the
+    module's docstring for the rule).  Operands that are not HostPtrArrays must be Python
+    scalars (a numpy array operand keeps the host path)."""
+    limit = _threshold[0]
+    if limit is None:
+        return None
+    dev: Any = None
+    newest = False
+    largest = result_nbytes
+    small_host: list[HostPtrArray] = []
+    for x in operands:
+        if type(x) is not HPA:
+            if x is None or type(x) in (bool, int, float):
+                continue
+            return None  # numpy input, complex scalars: the host path
+        d = x._device
+        if dev is None:
+            if d.framework != "opencl":
+                return None
+            dev = d
+        elif d is not dev:
+            return None  # the host path raises the mixed-device error
+        s = x._s
+        n = x._a.nbytes
+        if n > largest:
+            largest = n
+        coh = s.coh
+        if coh is None:  # never on a device: host-newest
+            small_host.append(x)
+            continue
+        buf = s.buffers.get(dev)
+        if buf is None:
+            small_host.append(x)
+            continue
+        if buf.link == "shared":
+            return None
+        lo, hi = _range(x)
+        if coh.is_current(dev, lo, hi):
+            if not coh.is_host_current(lo, hi):
+                newest = True
+        elif coh.is_host_current(lo, hi):
+            small_host.append(x)
+        else:
+            return None  # the newest bytes are on another device (or split): the host path
+    if not newest or largest < limit:
+        return None
+    for x in small_host:
+        if x._a.nbytes > PUBLISH_LIMIT:
+            return None
+    if dev.link == "shared":
+        return None
+    return dev

@@ -1,0 +1,411 @@
+"""Element-wise operations on the device: OpenCL C generated from one table.
+
+:data:`EXPRESSIONS` gives, per function of the namespace's element-wise
+``TABLE``, its C expression over the loaded operands ``a``, ``b`` (of the
+loop type ``T``), by kind of the loop type (``b`` bool, ``i`` signed, ``u``
+unsigned, ``f`` floating).  The data types are numpy's: the loop numpy's ufunc
+resolves for the operands (Python scalars weak, as NEP 50 and the standard
+say) gives the type operands are converted to and the result type, so the
+device computes what the host path computes.  Integer arithmetic wraps
+(computed unsigned: C leaves signed overflow undefined); division and
+remainder by zero give numpy's values; shifts past the width give numpy's.
+
+What stays on the host, and why: complex and float16 data (no portable OpenCL
+type), ``reciprocal`` of integers and ``pow`` with an integer array exponent
+(numpy's value-dependent results and errors), mixed loops numpy resolves to
+two input types (``int64`` with ``uint64`` comparisons).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._array import HostPtrArray, _new
+from .._devices import Device
+from .._stats import COUNTERS
+from . import pool
+from .launch import ArrayArg, array_arg, c_type, compiled, enqueue, supports
+
+__all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
+
+HPA = HostPtrArray
+
+_F = {"acos": "acos", "acosh": "acosh", "asin": "asin", "asinh": "asinh", "atan": "atan",
+      "atanh": "atanh", "cos": "cos", "cosh": "cosh", "exp": "exp", "expm1": "expm1",
+      "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10", "sin": "sin",
+      "sinh": "sinh", "sqrt": "sqrt", "tan": "tan", "tanh": "tanh", "ceil": "ceil",
+      "floor": "floor", "trunc": "trunc", "round": "rint"}
+
+_WRAP = "(T)((W)(U)a {op} (W)(U)b)"  # integer arithmetic modulo 2**bits
+
+# name -> {kind: C expression}; kinds: b bool, i signed, u unsigned, f float; "*" any
+EXPRESSIONS: dict[str, dict[str, str]] = {
+    **{k: {"f": f"{v}(a)", "i": "a", "u": "a"} for k, v in _F.items()
+       if k in ("ceil", "floor", "trunc", "round")},
+    **{k: {"f": f"{v}(a)"} for k, v in _F.items() if k not in ("ceil", "floor", "trunc", "round")},
+    "abs": {"f": "fabs(a)", "i": "(T)(a < 0 ? (U)0 - (U)a : (U)a)", "u": "a", "b": "a"},
+    "negative": {"f": "-a", "i": "(T)((U)0 - (U)a)", "u": "(T)((U)0 - (U)a)"},
+    "positive": {"*": "a"},
+    "square": {"f": "a * a", "i": _WRAP.format(op="*").replace("b", "a"),
+               "u": _WRAP.format(op="*").replace("b", "a"), "b": "a & a"},
+    "sign": {"f": "(isnan(a) ? a : (T)((a > 0) - (a < 0)))", "i": "(T)((a > 0) - (a < 0))",
+             "u": "(T)(a > 0)"},
+    "signbit": {"f": "signbit(a) != 0"},
+    "isfinite": {"f": "isfinite(a) != 0", "i": "1", "u": "1", "b": "1"},
+    "isinf": {"f": "isinf(a) != 0", "i": "0", "u": "0", "b": "0"},
+    "isnan": {"f": "isnan(a) != 0", "i": "0", "u": "0", "b": "0"},
+    "reciprocal": {"f": "(T)1 / a"},
+    "logical_not": {"*": "a == 0"},
+    "bitwise_invert": {"b": "!a", "i": "~a", "u": "~a"},
+    "conj": {"*": "a"},
+    "real": {"*": "a"},
+    "imag": {"*": "(T)0"},
+    "add": {"f": "a + b", "i": _WRAP.format(op="+"), "u": _WRAP.format(op="+"), "b": "a | b"},
+    "subtract": {"f": "a - b", "i": _WRAP.format(op="-"), "u": _WRAP.format(op="-")},
+    "multiply": {"f": "a * b", "i": _WRAP.format(op="*"), "u": _WRAP.format(op="*"),
+                 "b": "a & b"},
+    "divide": {"f": "a / b"},
+    "floor_divide": {"f": "fdiv_T(a, b)", "i": "idiv_T(a, b)", "u": "(b == 0 ? 0 : a / b)"},
+    "remainder": {"f": "fmod_T(a, b)", "i": "imod_T(a, b)", "u": "(b == 0 ? 0 : a % b)"},
+    "pow": {"f": "pow(a, b)", "i": "ipow_T(a, b)", "u": "ipow_T(a, b)"},
+    "atan2": {"f": "atan2(a, b)"},
+    "hypot": {"f": "hypot(a, b)"},
+    "copysign": {"f": "copysign(a, b)"},
+    "nextafter": {"f": "nextafter(a, b)"},
+    "logaddexp": {"f": "logaddexp_T(a, b)"},
+    "maximum": {"f": "((a >= b || isnan(a)) ? a : b)", "i": "(a >= b ? a : b)",
+                "u": "(a >= b ? a : b)", "b": "(a | b)"},
+    "minimum": {"f": "((a <= b || isnan(a)) ? a : b)", "i": "(a <= b ? a : b)",
+                "u": "(a <= b ? a : b)", "b": "(a & b)"},
+    "equal": {"*": "a == b"},
+    "not_equal": {"*": "a != b"},
+    "less": {"*": "a < b"},
+    "less_equal": {"*": "a <= b"},
+    "greater": {"*": "a > b"},
+    "greater_equal": {"*": "a >= b"},
+    "logical_and": {"*": "(a != 0) && (b != 0)"},
+    "logical_or": {"*": "(a != 0) || (b != 0)"},
+    "logical_xor": {"*": "(a != 0) != (b != 0)"},
+    "bitwise_and": {"*": "a & b"},
+    "bitwise_or": {"*": "a | b"},
+    "bitwise_xor": {"*": "a ^ b"},
+    "bitwise_left_shift": {"i": "(T)((b >= 0 && b < BITS) ? ((U)a << b) : 0)",
+                           "u": "(T)(b < BITS ? (a << b) : 0)"},
+    "bitwise_right_shift": {"i": "(T)((b >= 0 && b < BITS) ? (a >> b) : (a < 0 ? -1 : 0))",
+                            "u": "(T)(b < BITS ? (a >> b) : 0)"},
+}
+
+# C helper functions an expression may call, by name (``_T`` is replaced by the type)
+HELPERS: dict[str, str] = {
+    # numpy's npy_divmod: floor division and modulo with Python's signs
+    "fdiv_T": """
+T fdiv_T(T a, T b) {
+    if (isinf(a) || isinf(b)) return floor(a / b);
+    if (b == 0) return a / b;
+    T mod = fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+    if (div != 0) { T fl = floor(div); if (div - fl > (T)0.5) fl += 1; return fl; }
+    return copysign((T)0, a / b);
+}""",
+    "fmod_T": """
+T fmod_T(T a, T b) {
+    if (b == 0) return fmod(a, b);
+    T mod = fmod(a, b);
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
+    else mod = copysign((T)0, b);
+    return mod;
+}""",
+    "idiv_T": """
+T idiv_T(T a, T b) {
+    if (b == 0) return 0;
+    if (b == -1) return (T)((U)0 - (U)a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}""",
+    "imod_T": """
+T imod_T(T a, T b) {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}""",
+    "ipow_T": """
+T ipow_T(T a, T b) {
+    W r = 1, x = (W)(U)a;
+    U e = (U)b;
+    while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+    return (T)r;
+}""",
+    "logaddexp_T": """
+T logaddexp_T(T a, T b) {
+    if (a == b) return a + (T)M_LN2;
+    T d = a - b;
+    if (d > 0) return a + log1p(exp(-d));
+    if (d <= 0) return b + log1p(exp(d));
+    return d;
+}""",
+}
+
+_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong",
+             "uchar": "uchar", "ushort": "ushort", "uint": "uint", "ulong": "ulong",
+             "float": "float", "double": "double"}
+
+# numpy's implementation of each name, for the types (the namespace's own wrappers
+# resolve like these ufuncs)
+_RESOLVE: dict[str, Any] = {
+    "abs": np.absolute, "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin,
+    "asinh": np.arcsinh, "atan": np.arctan, "atan2": np.arctan2, "atanh": np.arctanh,
+    "bitwise_and": np.bitwise_and, "bitwise_left_shift": np.left_shift,
+    "bitwise_invert": np.invert, "bitwise_or": np.bitwise_or,
+    "bitwise_right_shift": np.right_shift, "bitwise_xor": np.bitwise_xor, "ceil": np.ceil,
+    "conj": np.conjugate, "copysign": np.copysign, "cos": np.cos, "cosh": np.cosh,
+    "divide": np.true_divide, "equal": np.equal, "exp": np.exp, "expm1": np.expm1,
+    "floor": np.floor, "floor_divide": np.floor_divide, "greater": np.greater,
+    "greater_equal": np.greater_equal, "hypot": np.hypot, "isfinite": np.isfinite,
+    "isinf": np.isinf, "isnan": np.isnan, "less": np.less, "less_equal": np.less_equal,
+    "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
+    "logaddexp": np.logaddexp, "logical_and": np.logical_and, "logical_not": np.logical_not,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "maximum": np.maximum,
+    "minimum": np.minimum, "multiply": np.multiply, "negative": np.negative,
+    "nextafter": np.nextafter, "not_equal": np.not_equal, "positive": np.positive,
+    "pow": np.power, "reciprocal": np.reciprocal, "remainder": np.remainder,
+    "round": np.rint, "sign": np.sign, "signbit": np.signbit, "sin": np.sin, "sinh": np.sinh,
+    "square": np.square, "sqrt": np.sqrt, "subtract": np.subtract, "tan": np.tan,
+    "tanh": np.tanh, "trunc": np.trunc, "add": np.add,
+}
+_IDENTITY = ("real", "imag", "conj")  # for real data: the same type
+
+
+def _loop(name: str, operands: tuple[Any, ...]) -> tuple[np.dtype, np.dtype] | None:
+    """(loop type, result type) numpy resolves for ``name`` on ``operands``, or ``None``
+    (no single loop type, or one the device path doesn't take)."""
+    dts = tuple(x._a.dtype if type(x) is HPA else type(x) for x in operands)
+    if name in _IDENTITY:
+        dt = dts[0]
+        return None if dt.kind == "c" else (dt, dt)
+    if name == "round" and dts[0].kind in "iub":
+        return dts[0], dts[0]
+    uf = _RESOLVE.get(name)
+    if uf is None:
+        return None
+    try:
+        loop = uf.resolve_dtypes((*dts, None))
+    except (TypeError, ValueError):
+        return None  # the host path raises numpy's error
+    ins, out = loop[:-1], loop[-1]
+    if any(d != ins[0] for d in ins[1:]):
+        return None
+    return ins[0], out
+
+
+def _expression(name: str, lt: np.dtype) -> str | None:
+    forms = EXPRESSIONS.get(name)
+    if forms is None:
+        return None
+    kind = {"b": "b", "i": "i", "u": "u", "f": "f"}.get(lt.kind)
+    return forms.get(kind or "") or forms.get("*")  # type: ignore[arg-type]
+
+
+def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
+            ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """``shape`` and per-operand element ``strides`` with length-1 axes dropped and
+    neighbouring axes merged where every operand steps through them as one."""
+    dims = [(n, [st[k] for st in strides]) for k, n in enumerate(shape) if n != 1]
+    merged: list[tuple[int, list[int]]] = []
+    for n, sts in dims:
+        if merged:
+            pn, psts = merged[-1]
+            if all(p == s * n for p, s in zip(psts, sts)):
+                merged[-1] = (pn * n, sts)
+                continue
+        merged.append((n, sts))
+    if not merged:
+        return (), [() for _ in strides]
+    return (tuple(n for n, _ in merged),
+            [tuple(m[1][j] for m in merged) for j in range(len(strides))])
+
+
+def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
+            contiguous: bool) -> str:
+    """OpenCL C for ``out = expr(a, b, ...)``; ``kinds`` per input: (``"array"`` or
+    ``"scalar"``, its stored C type)."""
+    u = _UNSIGNED[loop_t]
+    w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
+        loop_t.startswith("u") else loop_t
+    bits = {"char": 8, "uchar": 8, "short": 16, "ushort": 16, "int": 32, "uint": 32,
+            "long": 64, "ulong": 64}.get(loop_t, 0)
+    names = "abc"
+    params = ["const long n", f"__global {out_t} *out", "const long o_off"]
+    if not contiguous:
+        params += [f"const long o_s{k}" for k in range(ndim)]
+        params += [f"const long d{k}" for k in range(ndim)]
+    loads = []
+    for j, (kind, st) in enumerate(kinds):
+        v = names[j]
+        if kind == "scalar":
+            params.append(f"const {loop_t} {v}")
+            continue
+        params += [f"__global const {st} *p{v}", f"const long {v}_off"]
+        if contiguous:
+            params.append(f"const long {v}_s0")  # 1 or 0 (broadcast)
+            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_off + i * {v}_s0];")
+        else:
+            params += [f"const long {v}_s{k}" for k in range(ndim)]
+            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_i];")
+    body = ["    const long i = (long)get_global_id(0);", "    if (i >= n) return;"]
+    if contiguous:
+        store = "out[o_off + i]"
+    else:
+        arrays = ["o"] + [names[j] for j, (k, _) in enumerate(kinds) if k == "array"]
+        body.append("    long r = i, c;")
+        body += [f"    long {v}_i = {v}_off;" for v in arrays]
+        for k in reversed(range(ndim)):
+            body.append(f"    c = r % d{k}; r /= d{k};")
+            body += [f"    {v}_i += c * {v}_s{k};" for v in arrays]
+        store = "out[o_i]"
+    e = expr.replace("BITS", str(bits))
+    helpers = []
+    for h, text in HELPERS.items():
+        if h in e:
+            helpers.append(text.replace("_T", "_" + loop_t))
+            e = e.replace(h, h.replace("_T", "_" + loop_t))
+    head = ""
+    if "double" in (out_t, loop_t) or any(st == "double" for _, st in kinds):
+        head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n"
+    return (head + prelude + "\n".join(helpers) + "\n__kernel void ew(" + ", ".join(params)
+            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({e});\n}}\n")
+
+
+def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
+        out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None
+        ) -> HostPtrArray | None:
+    """``out = expr(*operands)`` on ``dev`` element by element (broadcast to ``shape``):
+    operands are HostPtrArrays (converted to ``loop`` when loaded) or numpy scalars of
+    type ``loop``.  ``out`` (in place) or a new pooled result of ``out_dt``.  ``None``
+    where an operand can't be a kernel operand (then nothing happened)."""
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    nd = len(shape)
+    if out is None:
+        s = pool.take(dev, n * out_dt.itemsize)
+        a = s.base[:n * out_dt.itemsize].view(out_dt).reshape(shape)
+        out = _new(a, s, dev)
+    o = array_arg(out, dev, "rw" if any(x is out for x in operands) else "w")
+    if o is None:
+        return None
+    args: list[Any] = []
+    kinds = []
+    strides = [o.strides]
+    for x in operands:
+        if type(x) is HPA:
+            v = array_arg(x, dev, "r")
+            if v is None:
+                return None
+            xs = v.strides
+            pad = nd - len(xs)
+            st = tuple(0 if k < pad or x._a.shape[k - pad] == 1 else xs[k - pad]
+                       for k in range(nd))
+            strides.append(st)
+            kinds.append(("array", c_type(x._a.dtype)))
+            args.append(v)
+        else:
+            kinds.append(("scalar", c_type(loop)))
+            args.append(x)
+    dims, sts = _layout(shape, strides)
+    contiguous = len(dims) <= 1 and sts[0] in ((), (1,)) and \
+        all(st in ((), (0,), (1,)) for st in sts[1:])
+    ndim = 1 if contiguous else len(dims)
+    src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous)
+    kernel = compiled(dev, src, "ew")
+    i64 = np.int64
+    call: list[Any] = [i64(n), o, i64(o.offset)]
+    if not contiguous:
+        call += [i64(v) for v in sts[0]] + [i64(d) for d in dims]
+    k = 1
+    for v in args:
+        if type(v) is ArrayArg:
+            call += [v, i64(v.offset)]
+            st = sts[k]
+            k += 1
+            if contiguous:
+                call.append(i64(st[0] if st else 0))
+            else:
+                call += [i64(e) for e in st]
+        else:
+            call.append(v)
+    enqueue(dev, kernel, name, n, call)
+    COUNTERS.add(device_ops=1)
+    return out
+
+
+def _overlaps_badly(out: HostPtrArray, x: HostPtrArray) -> bool:
+    """Whether ``x`` shares bytes with ``out`` without being the same elements (an element
+    could be read after another work-item wrote it)."""
+    if x._s is not out._s:
+        return False
+    a, b = x._a, out._a
+    if a.shape == b.shape and a.strides == b.strides and \
+            a.__array_interface__["data"][0] == b.__array_interface__["data"][0]:
+        return False
+    lo1, hi1 = x._s.byte_range(a)
+    lo2, hi2 = out._s.byte_range(b)
+    return lo1 < hi2 and lo2 < hi1
+
+
+def elementwise(name: str, dev: Device, operands: tuple[Any, ...],
+                out: HostPtrArray | None = None) -> HostPtrArray | None:
+    """The namespace's element-wise ``name`` on ``dev`` (see :func:`hostarray._compute.
+    target`), or ``None``: the host path must compute it (counted as a host fallback)."""
+    r = _elementwise(name, dev, operands, out)
+    if r is None:
+        COUNTERS.add(host_fallbacks=1)
+    return r
+
+
+def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
+                 out: HostPtrArray | None) -> HostPtrArray | None:
+    loop = _loop(name, operands)
+    if loop is None:
+        return None
+    lt, out_dt = loop
+    if not (supports(dev, lt) and supports(dev, out_dt)):
+        return None
+    if any(type(x) is HPA and not supports(dev, x._a.dtype) for x in operands):
+        return None
+    expr = _expression(name, lt)
+    if expr is None:
+        return None
+    vals: list[Any] = []
+    for x in operands:
+        if type(x) is HPA:
+            vals.append(x)
+            continue
+        try:  # numpy's own conversion: out-of-range values raise on the host path
+            v = np.asarray(x, dtype=lt)[()]
+        except (OverflowError, ValueError, TypeError):
+            return None
+        vals.append(v)
+    if name == "pow" and lt.kind in "iu":
+        b = operands[1]
+        if type(b) is HPA or b < 0:  # numpy refuses negative integer powers, by value
+            return None
+    try:
+        shape = np.broadcast_shapes(*(x._a.shape for x in operands if type(x) is HPA))
+    except ValueError:
+        return None
+    if out is not None:
+        # numpy's in-place rule: the result type cast to out's "same_kind"
+        if not np.can_cast(out_dt, out._a.dtype, "same_kind") or shape != out._a.shape \
+                or not out._a.flags.writeable or not supports(dev, out._a.dtype):
+            return None
+        out_dt = out._a.dtype
+        if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
+            return None
+    return run(dev, name, expr, vals, lt, out_dt, shape, out)

@@ -1,0 +1,171 @@
+"""Build and launch hostarray's own kernels on HostPtrArray operands.
+
+Generated kernels receive each array as its storage's whole buffer plus an
+element offset and element strides (never a sub-buffer): views, broadcasts and
+negative strides need no copy and no alignment, and one launch never passes a
+buffer with an overlapping sub-buffer of it.  The coherence bookkeeping is the
+same as for a user's kernel (:mod:`hostarray.kernels`): before the launch the
+device is made current for the bytes each operand covers (only those), after
+it the written bytes are device-newest and the launch is recorded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from .._array import HostPtrArray
+from .._devices import Device
+from .._sharing import ensure_buffer, memory_fault
+from .._stats import COUNTERS
+from .._storage import address_of, locked
+from ..backends.opencl import build_program
+from ..kernels import _PENDING, Launch, _Pending, _Run
+
+__all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue", "supports"]
+
+GROUP = 256  # work-items per group of the generated kernels
+
+_C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
+      "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong",
+      "float32": "float", "float64": "double"}
+
+
+def c_type(dt: np.dtype) -> str:
+    """The OpenCL C type of a supported data type (``bool`` is ``uchar``: 0 or 1)."""
+    return _C[dt.name]
+
+
+def supports(dev: Device, dt: np.dtype) -> bool:
+    """Whether generated kernels on ``dev`` handle ``dt`` (native byte order; float64
+    only where the device has it; no float16 or complex)."""
+    if dt.name not in _C or not dt.isnative:
+        return False
+    if dt.name == "float64":
+        return _has_fp64(dev)
+    return True
+
+
+_FP64: dict[Device, bool] = {}
+
+
+def _has_fp64(dev: Device) -> bool:
+    v = _FP64.get(dev)
+    if v is None:
+        d = dev._cl_device
+        v = _FP64[dev] = bool(getattr(d, "double_fp_config", 0)) or \
+            "cl_khr_fp64" in d.extensions
+    return v
+
+
+class ArrayArg:
+    """An array operand of a generated launch: its storage, the bytes it covers, and its
+    element offset and strides in the storage's buffer."""
+
+    __slots__ = ("x", "s", "lo", "hi", "offset", "strides", "mode")
+
+    def __init__(self, x: HostPtrArray, offset: int, strides: tuple[int, ...], lo: int,
+                 hi: int, mode: str) -> None:
+        self.x, self.s, self.offset, self.strides = x, x._s, offset, strides
+        self.lo, self.hi, self.mode = lo, hi, mode
+
+
+def array_arg(x: HostPtrArray, dev: Device, mode: str = "r") -> ArrayArg | None:
+    """``x`` as a generated kernel's operand on ``dev`` (``mode`` ``"r"``, ``"w"`` or
+    ``"rw"``), or ``None`` where it can't be one: its offset or strides are not whole
+    elements, or ``dev`` can't use its memory."""
+    a, s = x._a, x._s
+    item = a.itemsize
+    off = address_of(a) - s.address
+    if off % item or any(st % item for st in a.strides):
+        return None
+    if dev not in s.buffers and (s.contiguous_bytes() is None
+                                 or memory_fault(s.base, dev, 0) is not None):
+        return None
+    lo, hi = s.byte_range(a)
+    return ArrayArg(x, off // item, tuple(st // item for st in a.strides), lo, hi, mode)
+
+
+# -- programs: built once per (source, device) ----------------------------------------------
+_programs: dict[tuple[Device, str], tuple[Any, threading.Lock]] = {}
+_build_lock = threading.Lock()
+
+
+def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
+    """The kernel ``name`` of ``source`` built for ``dev`` (cached) and the lock its
+    argument setting and enqueue take together.  A build counts in ``ha.stats()``:
+    ``kernels_compiled`` and ``compile_seconds``."""
+    key = (dev, source)
+    hit = _programs.get(key)
+    if hit is not None:
+        return hit
+    with _build_lock:
+        hit = _programs.get(key)
+        if hit is None:
+            rt = dev.runtime
+            t0 = time.perf_counter()
+            prg = build_program(rt.context, source, [], str(dev))
+            knl = getattr(prg, name)
+            COUNTERS.add(kernels_compiled=1, compile_seconds=time.perf_counter() - t0)
+            hit = _programs[key] = (knl, threading.Lock())
+    return hit
+
+
+def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
+            args: Sequence[Any]) -> None:
+    """Launch ``kernel`` over ``n`` work-items (rounded up to whole groups: the kernel
+    returns for ids ``>= n``), with ``args``: :class:`ArrayArg` (passed as the storage's
+    whole buffer) or scalars (numpy scalars of the declared types).
+
+    Under the operands' storage locks: publish what the device lacks of the bytes read,
+    wait for other devices' launches where bytes are written, enqueue, record."""
+    rt = dev.runtime
+    if rt.graveyard:
+        rt.sweep()
+    arrays = [v for v in args if type(v) is ArrayArg]
+    storages = list({id(v.s): v.s for v in arrays}.values())
+    knl, klock = kernel
+    gs = (-(-n // GROUP) * GROUP,)
+    with storages[0].lock if len(storages) == 1 else locked(storages):
+        cl_args = []
+        for v in args:
+            if type(v) is ArrayArg:
+                buf = v.s.buffers.get(dev)
+                if buf is None:
+                    buf = ensure_buffer(v.x, dev)
+                cl_args.append(buf.buf)
+            else:
+                cl_args.append(v)
+        # reads first, with the write flag where the same operand is written (in place)
+        for v in arrays:
+            if v.mode != "w":
+                v.s.prepare_device_read(dev, v.lo, v.hi, v.mode == "rw")
+        for v in arrays:
+            if v.mode == "w":
+                v.s.prepare_device_write(dev, v.lo, v.hi)
+        with klock:
+            try:
+                knl.set_args(*cl_args)
+                ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, knl, gs, (GROUP,))
+            finally:
+                # the kernel object must not keep these memory objects alive (see kernels.py)
+                for j, v in enumerate(args):
+                    if type(v) is ArrayArg:
+                        knl.set_arg(j, None)
+        run = _Run(ev, name, dev)
+        for v in arrays:
+            if v.mode == "r":
+                v.s.record_launch(dev, run, v.lo, v.hi, False)
+        for v in arrays:
+            if v.mode != "r":
+                v.s.record_launch(dev, run, v.lo, v.hi, True)
+    COUNTERS.launched()
+    pending = _PENDING.get(dev)
+    if pending is None:
+        pending = _PENDING.setdefault(dev, _Pending())
+    pending.add(Launch(run, storages))
