@@ -8,6 +8,9 @@ warm-up.  The variants (the ``how`` column):
 
 * ``ha``: hostarray, ``prg.affine(n, x)`` (``ha.Program``; every argument checked, the
   coherence state consulted and updated, a :class:`~hostarray.kernels.Launch` returned);
+* ``ha op`` / ``ha op new``: a generated kernel of the device compute path, ``x += 0.0`` in
+  place and ``x + 0.0`` into a pooled result (``ha.set_device_compute_threshold(0)``; the
+  values stay those of ``ha``);
 * ``cl``: raw pyopencl, ``k.set_args(buf)`` and ``cl.enqueue_nd_range_kernel(q, k, (n,),
   None)`` on a plain device ``cl.Buffer``: the floor hostarray is measured against;
 * ``cl call``: pyopencl's own ``k(q, (n,), None, buf)``;
@@ -69,7 +72,7 @@ CUDA_SRC = (r'extern "C" __global__ void affine(float *x, unsigned long long n) 
             r"{ unsigned long long i = (unsigned long long)blockDim.x * blockIdx.x + "
             r"threadIdx.x; if (i < n) x[i] = 2 * x[i] + 1; }")
 GOAL_US = 10.0  # what a launch through hostarray may cost above raw pyopencl (issue 12)
-VARIANTS = ("ha", "cl", "cl call", "cl ha-buf", "cupy raw", "cupy ew")
+VARIANTS = ("ha", "ha op", "ha op new", "cl", "cl call", "cl ha-buf", "cupy raw", "cupy ew")
 
 
 def expected_after(k: int) -> np.float32:
@@ -250,6 +253,29 @@ def measure_size(dev: ha.Device, nbytes: int, launches: int, repeat: int, link: 
     runs["ha"]["correct"] = ok and bool(np.all(np.asarray(x) == expected_after(done)))
     runs["ha"]["link"] = ha.hostptr.host_link(x, dev).kind
     runs["ha"]["counters_clean"] = clean
+
+    # generated kernels (the device compute path): in place, and into a pooled result
+    prg.affine(n, x)  # the check above read x back: the device newest again
+    done += 1
+    old = ha.set_device_compute_threshold(0)
+    try:
+        for name, fn in (("ha op", lambda: x.__iadd__(0.0)), ("ha op new", lambda: x + 0.0)):
+            _progress(f"{format_size(nbytes)}: {name}")
+            fn()
+            s0 = ha.stats()
+            runs[name] = batch(fn, q.finish, launches, repeat)
+            s1 = ha.stats()
+            delta = {k: getattr(s1, k) - getattr(s0, k)
+                     for k in ("device_ops", "publishes", "acquires", "host_fallbacks")}
+            runs[name]["stats"] = delta
+            runs[name]["counters_clean"] = delta == {"device_ops": total, "publishes": 0,
+                                                     "acquires": 0, "host_fallbacks": 0}
+            runs[name]["link"] = runs["ha"]["link"]
+            runs[name]["correct"] = bool(np.all(np.asarray(x) == expected_after(done)))
+            prg.affine(n, x)  # the check read x back: the device newest again
+            done += 1
+    finally:
+        ha.set_device_compute_threshold(old)
 
     # raw pyopencl on a plain device buffer, then on hostarray's own buffer
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * n)

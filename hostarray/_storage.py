@@ -170,7 +170,7 @@ class Storage:
     """
 
     __slots__ = ("base", "_lock", "coh", "buffers", "host_stale", "host_exclusive",
-                 "user", "unreported", "__weakref__")
+                 "user", "unreported", "_address", "__weakref__")
 
     def __init__(self, base: np.ndarray, user: UserMemory | None = None) -> None:
         # Every array operation makes a Storage for its result: the lock and the
@@ -188,6 +188,7 @@ class Storage:
         self.user = user
         # failed launches met with another failure: raised at the next host accesses
         self.unreported: list[Any] = []
+        self._address = 0  # base's address, found on first use (0: not yet)
 
     @classmethod
     def over_user_memory(cls, a: np.ndarray) -> Storage:
@@ -226,7 +227,11 @@ class Storage:
 
     @property
     def address(self) -> int:
-        return address_of(self.base)
+        """Address of the allocation's first byte (the base never changes: kept)."""
+        addr = self._address
+        if not addr:
+            addr = self._address = address_of(self.base)
+        return addr
 
     def byte_range(self, view: np.ndarray | None) -> tuple[int, int]:
         """``[lo, hi)``: the bytes of the allocation ``view`` covers (all for ``None``)."""

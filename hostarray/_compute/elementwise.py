@@ -25,9 +25,11 @@ import numpy as np
 
 from .._array import HostPtrArray, _new
 from .._devices import Device
+from .._sharing import memory_fault
 from .._stats import COUNTERS
+from .._storage import address_of
 from . import pool
-from .launch import ArrayArg, array_arg, c_type, compiled, enqueue, supports
+from .launch import ArrayArg, c_type, compiled, enqueue, supports
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
 
@@ -282,6 +284,66 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
             + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({e});\n}}\n")
 
 
+class _Plan:
+    """What a launch of one element-wise kernel needs that depends only on types and
+    layouts (cached): the kernel, and the axes and element strides it walks."""
+
+    __slots__ = ("kernel", "contiguous", "dims", "strides", "extents", "n")
+
+    def __init__(self, kernel: Any, contiguous: bool, dims: tuple[int, ...],
+                 strides: list[tuple[int, ...]], extents: list[tuple[int, int]], n: int):
+        self.kernel, self.contiguous, self.dims = kernel, contiguous, dims
+        self.strides, self.extents, self.n = strides, extents, n
+
+
+_PLANS: dict[tuple[Any, ...], _Plan] = {}
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> tuple[int, int]:
+    """Bytes before and after the first element that a view of ``shape`` and byte
+    ``strides`` reaches: ``[offset + lo, offset + hi)``."""
+    lo = hi = 0
+    for n, st in zip(shape, strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + item
+
+
+def _plan(dev: Device, expr: str, operands: list[Any], loop: np.dtype, out_dt: np.dtype,
+          shape: tuple[int, ...], out: HostPtrArray) -> _Plan | None:
+    nd = len(shape)
+    oa = out._a
+    item = oa.itemsize
+    if any(st % item for st in oa.strides):
+        return None
+    strides = [tuple(st // item for st in oa.strides)]
+    extents = [_extent(oa.shape, oa.strides, item)]
+    kinds = []
+    for x in operands:
+        if type(x) is HPA:
+            a = x._a
+            xi = a.itemsize
+            if any(st % xi for st in a.strides):
+                return None
+            pad = nd - a.ndim
+            strides.append(tuple(0 if k < pad or a.shape[k - pad] == 1
+                                 else a.strides[k - pad] // xi for k in range(nd)))
+            extents.append(_extent(a.shape, a.strides, xi))
+            kinds.append(("array", c_type(a.dtype)))
+        else:
+            kinds.append(("scalar", c_type(loop)))
+    dims, sts = _layout(shape, strides)
+    contiguous = len(dims) <= 1 and sts[0] in ((), (1,)) and \
+        all(st in ((), (0,), (1,)) for st in sts[1:])
+    src = _source(expr, c_type(out_dt), c_type(loop), kinds, 1 if contiguous else len(dims),
+                  contiguous)
+    if contiguous:
+        sts = [(st[0] if st else 0,) for st in sts]
+    return _Plan(compiled(dev, src, "ew"), contiguous, dims, sts, extents, math.prod(shape))
+
+
 def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None
         ) -> HostPtrArray | None:
@@ -289,60 +351,58 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     operands are HostPtrArrays (converted to ``loop`` when loaded) or numpy scalars of
     type ``loop``.  ``out`` (in place) or a new pooled result of ``out_dt``.  ``None``
     where an operand can't be a kernel operand (then nothing happened)."""
-    n = math.prod(shape)
-    if n == 0:
-        return None
-    nd = len(shape)
     if out is None:
-        s = pool.take(dev, n * out_dt.itemsize)
-        a = s.base[:n * out_dt.itemsize].view(out_dt).reshape(shape)
-        out = _new(a, s, dev)
-    o = array_arg(out, dev, "rw" if any(x is out for x in operands) else "w")
-    if o is None:
-        return None
-    args: list[Any] = []
-    kinds = []
-    strides = [o.strides]
-    for x in operands:
-        if type(x) is HPA:
-            v = array_arg(x, dev, "r")
-            if v is None:
-                return None
-            xs = v.strides
-            pad = nd - len(xs)
-            st = tuple(0 if k < pad or x._a.shape[k - pad] == 1 else xs[k - pad]
-                       for k in range(nd))
-            strides.append(st)
-            kinds.append(("array", c_type(x._a.dtype)))
-            args.append(v)
-        else:
-            kinds.append(("scalar", c_type(loop)))
-            args.append(x)
-    dims, sts = _layout(shape, strides)
-    contiguous = len(dims) <= 1 and sts[0] in ((), (1,)) and \
-        all(st in ((), (0,), (1,)) for st in sts[1:])
-    ndim = 1 if contiguous else len(dims)
-    src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous)
-    kernel = compiled(dev, src, "ew")
-    i64 = np.int64
-    call: list[Any] = [i64(n), o, i64(o.offset)]
-    if not contiguous:
-        call += [i64(v) for v in sts[0]] + [i64(d) for d in dims]
-    k = 1
-    for v in args:
-        if type(v) is ArrayArg:
-            call += [v, i64(v.offset)]
-            st = sts[k]
-            k += 1
-            if contiguous:
-                call.append(i64(st[0] if st else 0))
-            else:
-                call += [i64(e) for e in st]
-        else:
-            call.append(v)
-    enqueue(dev, kernel, name, n, call)
+        n = math.prod(shape)
+        if n == 0:
+            return None
+        nbytes = n * out_dt.itemsize
+        s = pool.take(dev, nbytes)
+        out = _new(s.base[:nbytes].view(out_dt).reshape(shape), s, dev)
+        mode = "w"
+    else:
+        if not out._a.size:
+            return None
+        mode = "rw" if any(x is out for x in operands) else "w"
+    oa = out._a
+    key = (dev, expr, loop, out_dt, shape, oa.strides,
+           *[(x._a.dtype, x._a.shape, x._a.strides) if type(x) is HPA else None
+             for x in operands])
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(dev, expr, operands, loop, out_dt, shape, out)
+        if plan is None:
+            return None
+        _PLANS[key] = plan
+    call: list[Any] = [plan.n]
+    sts, ext = plan.strides, plan.extents
+    for j, x in enumerate((out, *operands)):
+        if j and type(x) is not HPA:
+            call.append(x)
+            continue
+        v = _arg(x, dev, mode if j == 0 else "r", sts[j], ext[j])
+        if v is None:
+            return None
+        call += [v, v.offset]
+        if j == 0 and not plan.contiguous:
+            call += [*sts[0], *plan.dims]
+        elif j:
+            call += sts[j]
+    enqueue(dev, plan.kernel, name, plan.n, call)
     COUNTERS.add(device_ops=1)
     return out
+
+
+def _arg(x: HostPtrArray, dev: Device, mode: str, strides: tuple[int, ...],
+         extent: tuple[int, int]) -> ArrayArg | None:
+    """``x`` as a kernel operand (see :func:`array_arg`), its layout known from the plan."""
+    a, s = x._a, x._s
+    off = address_of(a) - s.address
+    if off % a.itemsize:
+        return None
+    if dev not in s.buffers and (s.contiguous_bytes() is None
+                                 or memory_fault(s.base, dev, 0) is not None):
+        return None
+    return ArrayArg(x, off // a.itemsize, strides, off + extent[0], off + extent[1], mode)
 
 
 def _overlaps_badly(out: HostPtrArray, x: HostPtrArray) -> bool:
@@ -369,8 +429,14 @@ def elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     return r
 
 
-def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
-                 out: HostPtrArray | None) -> HostPtrArray | None:
+_TYPED: dict[tuple[Any, ...], tuple[np.dtype, np.dtype, str, tuple[int, ...]] | None] = {}
+
+
+def _typed(name: str, dev: Device, operands: tuple[Any, ...], out: HostPtrArray | None
+           ) -> tuple[np.dtype, np.dtype, str, tuple[int, ...]] | None:
+    """(loop type, result type, C expression, result shape) of ``name`` on ``operands``,
+    or ``None`` when the types or shapes keep it on the host (decided from types and
+    shapes alone: cached)."""
     loop = _loop(name, operands)
     if loop is None:
         return None
@@ -382,20 +448,8 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     expr = _expression(name, lt)
     if expr is None:
         return None
-    vals: list[Any] = []
-    for x in operands:
-        if type(x) is HPA:
-            vals.append(x)
-            continue
-        try:  # numpy's own conversion: out-of-range values raise on the host path
-            v = np.asarray(x, dtype=lt)[()]
-        except (OverflowError, ValueError, TypeError):
-            return None
-        vals.append(v)
-    if name == "pow" and lt.kind in "iu":
-        b = operands[1]
-        if type(b) is HPA or b < 0:  # numpy refuses negative integer powers, by value
-            return None
+    if name == "pow" and lt.kind in "iu" and type(operands[1]) is HPA:
+        return None  # numpy refuses negative integer powers, by value
     try:
         shape = np.broadcast_shapes(*(x._a.shape for x in operands if type(x) is HPA))
     except ValueError:
@@ -403,9 +457,39 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     if out is not None:
         # numpy's in-place rule: the result type cast to out's "same_kind"
         if not np.can_cast(out_dt, out._a.dtype, "same_kind") or shape != out._a.shape \
-                or not out._a.flags.writeable or not supports(dev, out._a.dtype):
+                or not supports(dev, out._a.dtype):
             return None
         out_dt = out._a.dtype
+    return lt, out_dt, expr, shape
+
+
+def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
+                 out: HostPtrArray | None) -> HostPtrArray | None:
+    key = (name, dev, out._a.dtype if out is not None else None,
+           out._a.shape if out is not None else None,
+           *[(x._a.dtype, x._a.shape) if type(x) is HPA else type(x) for x in operands])
+    try:
+        typed = _TYPED[key]
+    except KeyError:
+        typed = _TYPED[key] = _typed(name, dev, operands, out)
+    if typed is None:
+        return None
+    lt, out_dt, expr, shape = typed
+    vals: list[Any] = []
+    for x in operands:
+        if type(x) is HPA:
+            vals.append(x)
+            continue
+        try:  # numpy's own conversion: out-of-range values raise on the host path
+            v = lt.type(x)
+        except (OverflowError, ValueError, TypeError):
+            return None
+        vals.append(v)
+    if name == "pow" and lt.kind in "iu" and operands[1] < 0:
+        return None  # numpy refuses negative integer powers, by value
+    if out is not None:
+        if not out._a.flags.writeable:
+            return None
         if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)

@@ -26,27 +26,31 @@ from .._stats import COUNTERS
 from .._storage import address_of, locked
 from ..backends.opencl import build_program
 from ..kernels import _PENDING, Launch, _Pending, _Run
+from .pool import PooledStorage
 
 __all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue", "supports"]
 
 GROUP = 256  # work-items per group of the generated kernels
 
-_C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
-      "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong",
-      "float32": "float", "float64": "double"}
+# by dtype, not dtype.name: the name is rebuilt on every access (microseconds)
+_C = {np.dtype(k): v for k, v in (
+    ("bool", "uchar"), ("int8", "char"), ("uint8", "uchar"), ("int16", "short"),
+    ("uint16", "ushort"), ("int32", "int"), ("uint32", "uint"), ("int64", "long"),
+    ("uint64", "ulong"), ("float32", "float"), ("float64", "double"))}
+_F64 = np.dtype("float64")
 
 
 def c_type(dt: np.dtype) -> str:
     """The OpenCL C type of a supported data type (``bool`` is ``uchar``: 0 or 1)."""
-    return _C[dt.name]
+    return _C[dt]
 
 
 def supports(dev: Device, dt: np.dtype) -> bool:
     """Whether generated kernels on ``dev`` handle ``dt`` (native byte order; float64
     only where the device has it; no float16 or complex)."""
-    if dt.name not in _C or not dt.isnative:
+    if dt not in _C or not dt.isnative:  # a non-native dtype compares equal to the native
         return False
-    if dt.name == "float64":
+    if dt == _F64:
         return _has_fp64(dev)
     return True
 
@@ -96,6 +100,24 @@ _programs: dict[tuple[Device, str], tuple[Any, threading.Lock]] = {}
 _build_lock = threading.Lock()
 
 
+_BY_C = {c: dt for dt, c in _C.items() if dt.kind != "b"}
+_BY_C.update({"size_t": np.dtype(np.uint64), "ptrdiff_t": np.dtype(np.int64)})
+
+
+def _argument_dtypes(source: str, name: str) -> list[Any]:
+    """Per argument of kernel ``name`` in ``source``: the numpy type of a scalar,
+    ``None`` for a pointer (``__global``/``__local``)."""
+    head = source.split(f"__kernel void {name}(", 1)[1].split(")", 1)[0]
+    out: list[Any] = []
+    for param in head.split(","):
+        words = param.replace("*", " * ").split()
+        if "*" in words or "__local" in words or "__global" in words:
+            out.append(None)
+        else:
+            out.append(_BY_C[words[-2]])  # "const long n": the type before the name
+    return out
+
+
 def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
     """The kernel ``name`` of ``source`` built for ``dev`` (cached) and the lock its
     argument setting and enqueue take together.  A build counts in ``ha.stats()``:
@@ -111,6 +133,9 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
             t0 = time.perf_counter()
             prg = build_program(rt.context, source, [], str(dev))
             knl = getattr(prg, name)
+            # scalars declared: pyopencl packs them directly instead of trying one
+            # conversion after another (70 us per launch for seven arguments on PoCL)
+            knl.set_scalar_arg_dtypes(_argument_dtypes(source, name))
             COUNTERS.add(kernels_compiled=1, compile_seconds=time.perf_counter() - t0)
             hit = _programs[key] = (knl, threading.Lock())
     return hit
@@ -165,7 +190,12 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
             if v.mode != "r":
                 v.s.record_launch(dev, run, v.lo, v.hi, True)
     COUNTERS.launched()
-    pending = _PENDING.get(dev)
-    if pending is None:
-        pending = _PENDING.setdefault(dev, _Pending())
-    pending.add(Launch(run, storages))
+    # a launch keeps the storages it uses alive until it is known finished; pooled ones
+    # need not be kept: their memory stays in the pool, and the next launch that takes it
+    # runs after this one (an in-order queue)
+    keep = [s for s in storages if type(s) is not PooledStorage]
+    if keep:
+        pending = _PENDING.get(dev)
+        if pending is None:
+            pending = _PENDING.setdefault(dev, _Pending())
+        pending.add(Launch(run, keep))
