@@ -360,9 +360,14 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         out = _new(s.base[:nbytes].view(out_dt).reshape(shape), s, dev)
         mode = "w"
     else:
-        if not out._a.size:
+        oa = out._a
+        if not oa.size:
             return None
-        mode = "rw" if any(x is out for x in operands) else "w"
+        # write-only only where the view covers every byte of its range: the bytes between
+        # a strided view's elements are not written, so the device must get them first
+        # (else the whole range would be recorded device-newest over stale bytes)
+        dense = oa.flags.c_contiguous or oa.flags.f_contiguous
+        mode = "rw" if not dense or any(x is out for x in operands) else "w"
     oa = out._a
     key = (dev, expr, loop, out_dt, shape, oa.strides,
            *[(x._a.dtype, x._a.shape, x._a.strides) if type(x) is HPA else None

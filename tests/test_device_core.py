@@ -1,0 +1,80 @@
+"""The device compute path's launch machinery (hostarray._compute): layouts and caches.
+
+On a shared link the device path never runs (numpy reads the device's bytes in place):
+the first test checks that on the device's own link; the others make the buffers they
+create copied ones (as ``HOSTARRAY_LINK=copied`` does), so they run in both CI passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hostarray as ha
+
+pytestmark = pytest.mark.device
+
+BUMP = "__kernel void bump(__global float *x) { size_t i = get_global_id(0); x[i] += 1; }"
+
+
+@pytest.fixture
+def dev(cl_device: ha.Device):
+    old = ha.set_device_compute_threshold(0)
+    yield cl_device
+    ha.set_device_compute_threshold(old)
+
+
+@pytest.fixture
+def copied(dev: ha.Device):
+    """``dev`` with the buffers made inside on the copied link (bytes really move)."""
+    from hostarray.bench import forced_link
+
+    with forced_link(dev, "copied"):
+        yield dev
+    ha.clear_pool()  # its storages have copied buffers
+
+
+def device_newest(dev: ha.Device, a: np.ndarray) -> ha.HostPtrArray:
+    """``a + 1`` as an array whose newest bytes a kernel wrote on ``dev``."""
+    x = ha.asarray(a.copy(), device=dev)
+    ha.Program(BUMP, device=dev).bump(x.size, x)
+    return x
+
+
+def test_the_device_path_runs_only_off_a_shared_link(dev: ha.Device) -> None:
+    x = device_newest(dev, np.arange(64, dtype=np.float32))
+    ha.reset_stats()
+    y = x * 2
+    np.testing.assert_array_equal(np.asarray(y), (np.arange(64) + 1) * 2)
+    ran = ha.stats().device_ops
+    assert ran == (0 if dev.link == "shared" else 1)
+
+
+def test_a_strided_output_keeps_the_bytes_between_its_elements(copied: ha.Device) -> None:
+    """A kernel writing ``x[::2]`` writes no odd element: where the host holds the newest
+    odd elements they must reach the device before, or the whole range, recorded
+    device-newest, would hand back the device's stale ones."""
+    from hostarray._compute.elementwise import run
+
+    dev = copied
+    x = device_newest(dev, np.zeros(16, np.float32))
+    np.asarray(x)  # the host current everywhere
+    x[1] = 7.0  # the host newest at element 1 only
+    y = device_newest(dev, np.full(8, 5, np.float32))
+    f32 = np.dtype(np.float32)
+    assert run(dev, "copy", "a", [y], f32, f32, (8,), out=x[::2]) is not None
+    want = np.ones(16, np.float32)
+    want[::2], want[1] = 6, 7
+    np.testing.assert_array_equal(np.asarray(x), want)
+
+
+def test_kernels_are_built_once_per_operation_types_and_layout(copied: ha.Device) -> None:
+    dev = copied
+    x = device_newest(dev, np.arange(1000, dtype=np.float32))
+    first = [x - 3.0 for _ in range(3)]
+    built = ha.stats().kernels_compiled
+    again = [x - 3.0 for _ in range(3)]
+    assert ha.stats().kernels_compiled == built  # nothing more built
+    assert ha.stats().device_ops == 6
+    for r in first + again:
+        np.testing.assert_array_equal(np.asarray(r), np.arange(1000) + 1 - 3)
