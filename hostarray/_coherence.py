@@ -255,6 +255,22 @@ class Coherence:
         else:
             self.host_written(lo, hi)
 
+    def sides_current(self, lo: int, hi: int) -> frozenset[Hashable]:
+        """The sides (``HOST``, device keys) holding the newest bytes of all of
+        ``[lo, hi)`` (one lookup where one segment covers it: the placement rule of the
+        device compute path asks this per operand)."""
+        lo, hi = self._clip(lo, hi)
+        if lo >= hi:
+            return frozenset((HOST, *self.devices))
+        starts, valid = self._starts, self._valid
+        i = bisect_right(starts, lo) - 1
+        common = valid[i]
+        i += 1
+        while i < len(starts) and starts[i] < hi:
+            common = common & valid[i]
+            i += 1
+        return common
+
     def is_host_current(self, lo: int, hi: int) -> bool:
         """Whether the host holds the newest bytes of all of ``[lo, hi)``."""
         return all(HOST in v for _, _, v in self._segments(lo, hi))

@@ -268,6 +268,21 @@ class CoherenceModel(RuleBasedStateMachine):
                             f"{side} called valid at byte {b} but stale"
 
     @invariant()
+    def sides_current_is_what_holds_every_byte(self) -> None:
+        # the placement rule's question, against the bytes: a side is current for a range
+        # when it holds the newest value of each byte (raw views' bytes left out, as above)
+        raw = {b for lo, hi in self.escapes for b in range(lo, hi)}
+        for lo, hi in ((0, N), (0, 1), (N // 3, N // 2), (N - 5, N)):
+            held = {side for side in (HOST, *self.c.devices)
+                    if all(self.mem[side][b] == self.truth[b] for b in range(lo, hi)
+                           if side is HOST or b not in raw)}
+            assert self.c.sides_current(lo, hi) <= held
+            assert self.c.sides_current(lo, hi) == frozenset(
+                side for side in (HOST, *self.c.devices) if
+                (side is HOST and self.c.is_host_current(lo, hi))
+                or (side is not HOST and self.c.is_current(side, lo, hi)))
+
+    @invariant()
     def flags_match_the_map(self) -> None:
         stale = any(HOST not in v for _, _, v in self.c.validity())
         assert self.c.host_stale == stale

@@ -28,6 +28,7 @@ import threading
 from typing import Any
 
 from .._array import HostPtrArray
+from .._coherence import HOST
 from .._devices import Device
 
 __all__ = ["PUBLISH_LIMIT", "device_compute_threshold", "set_device_compute_threshold",
@@ -142,10 +143,11 @@ def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
         if buf.link == "shared":
             return None
         lo, hi = _range(x)
-        if coh.is_current(dev, lo, hi):
-            if not coh.is_host_current(lo, hi):
+        sides = coh.sides_current(lo, hi)
+        if dev in sides:
+            if HOST not in sides:
                 newest = True
-        elif coh.is_host_current(lo, hi):
+        elif HOST in sides:
             small_host.append(x)
         else:
             return None  # the newest bytes are on another device (or split): the host path
