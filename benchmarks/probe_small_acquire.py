@@ -5,7 +5,7 @@ after a kernel wrote them: a blocking map for reading plus its unmap (what a pub
 acquire on the mapped link does), or a blocking ``clEnqueueReadBuffer`` into that very host
 memory (valid on an in-order queue with no map outstanding: OpenCL 3.0, clEnqueueReadBuffer).
 Each variant is checked (the host must see the kernel's value) and timed per read, median of
-many, for 4 bytes and 64 KiB of a 1 MiB buffer.
+many, for 4 bytes to 256 MiB of a 256 MiB buffer (``--max-size``), with the rate in GB/s.
 
     python3 benchmarks/probe_small_acquire.py [--device opencl:0:0] [--repeat 200]
 """
@@ -25,11 +25,12 @@ SRC = "__kernel void bump(__global float *x) { int i = get_global_id(0); x[i] +=
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=200)
+    p.add_argument("--max-size", type=int, default=256 << 20)
     args = p.parse_args()
     dev = cl.get_platforms()[0].get_devices()[0]
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx)
-    n = 1 << 18  # 1 MiB of float32
+    n = args.max_size // 4
     raw = np.empty(n * 4 + 4096, np.uint8)
     off = -raw.ctypes.data % 4096
     host = raw[off:off + n * 4].view(np.float32)
@@ -39,11 +40,12 @@ def main() -> None:
     u8 = host.view(np.uint8)
     print(f"device: {dev.name.strip()} ({dev.platform.name.strip()})")
     expect = 0.0
-    for nbytes in (4, 65536):
+    for nbytes in (s for s in (4, 1 << 16, 1 << 20, 1 << 24, 1 << 28) if s <= n * 4):
+        reps = max(5, args.repeat * 65536 // max(nbytes, 65536))
         for variant in ("map", "read"):
             times = []
-            for _ in range(args.repeat):
-                knl(q, (n,), None, buf)
+            for _ in range(reps):
+                knl(q, (1,), None, buf)  # element 0 only: the kernel's own time stays small
                 expect += 1
                 t0 = time.perf_counter()
                 if variant == "map":
@@ -58,11 +60,12 @@ def main() -> None:
                                      f"expected {expect}")
             # the kernel's time is inside the first blocking call: subtract the queue's own
             # drain by timing a finish after a kernel, the same way
-            print(f"{variant:5s} {nbytes:6d} B: median {statistics.median(times) * 1e6:8.1f} us "
-                  f"(min {min(times) * 1e6:.1f})")
+            med = statistics.median(times)
+            print(f"{variant:5s} {nbytes:10d} B: median {med * 1e6:10.1f} us "
+                  f"(min {min(times) * 1e6:.1f}), {nbytes / med / 1e9:6.2f} GB/s")
     drains = []
     for _ in range(args.repeat):
-        knl(q, (n,), None, buf)
+        knl(q, (1,), None, buf)
         t0 = time.perf_counter()
         q.finish()
         drains.append(time.perf_counter() - t0)
