@@ -26,7 +26,7 @@ import numpy as np
 from .._array import HostPtrArray, _new
 from .._devices import Device
 from .._stats import COUNTERS
-from . import pool
+from . import pool, register
 from .launch import ArrayArg, array_arg, c_type, compiled, enqueue, supports
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
@@ -409,3 +409,11 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
+
+
+# What the device path computes, for hostarray._compute.device_functions() (the docs'
+# coverage table): every name of the table, and what of each stays on the host.
+_ON_HOST = "float16, complex on host"
+register(EXPRESSIONS, _ON_HOST)
+register(["reciprocal"], "integers, " + _ON_HOST)
+register(["pow"], "integer array exponents, " + _ON_HOST)
