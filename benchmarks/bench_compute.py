@@ -30,14 +30,16 @@ The threshold sweep (``sweep``) times ``float(ha.sum(x * x))`` on data a kernel 
 and off (``None``), and suggests the default threshold: the smallest size from which the device
 path is faster at every larger size measured.
 
-Medians of ``--repeat`` runs after one warm-up (which builds the generated kernels).  Tables go
+Medians of ``--repeat`` runs (the sweep: ``--sweep-repeat``, default 15) after one warm-up
+(which builds the generated kernels).  Tables go
 to stdout (progress to stderr); ``compute.json`` (the numbers) and ``compute.md`` (the tables in
 Markdown) to ``--out`` (default: ``$OUT``, else ``compute_out/``).  The device path runs only on
 a mapped or copied link: on a CPU device, ``HOSTARRAY_LINK=copied`` forces one.
 
     python3 benchmarks/bench_compute.py [--device opencl:0:0] [--max-size 1GiB] [--repeat 5]
-        [--matmul 1024,2048,4096] [--sweep-max 4MiB] [--parts chain,elementwise,reduction,...]
-        [--threshold BYTES|off] [--no-cupy] [--out DIR]
+        [--matmul 1024,2048,4096] [--sweep-max 4MiB] [--sweep-repeat 15]
+        [--parts chain,elementwise,reduction,matmul,sweep] [--threshold BYTES|off] [--no-cupy]
+        [--out DIR]
 """
 
 from __future__ import annotations
@@ -638,7 +640,8 @@ def format_result(result: dict[str, Any]) -> str:
         lines += _table(HEADER, workload_rows(result, key), "llrrrrlrr", keep=2)
         lines += _legend([("run", wl.legend), *LEGEND])
     if "sweep" in result:
-        lines += ["", "threshold sweep: float(ha.sum(x * x)), device path on vs off"]
+        lines += ["", f"threshold sweep: float(ha.sum(x * x)), device path on vs off (medians "
+                      f"of {result['sweep_repeat']})"]
         lines += _table(SWEEP_HEADER, sweep_rows(result["sweep"]), "lrrrrrrr")
         lines += _legend(SWEEP_LEGEND)
         lines += _wrap(_sweep_verdict(result["sweep"]), "  ")
@@ -710,6 +713,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sweep-max", type=parse_size, default=4 * MiB, metavar="SIZE",
                    help="largest size of the threshold sweep, from 4KiB by doubling "
                         "(default 4MiB)")
+    p.add_argument("--sweep-repeat", type=int, default=15,
+                   help="timed runs per median of the sweep (default 15: small sizes are "
+                        "cheap, and noisy)")
     p.add_argument("--parts", default=",".join(PARTS),
                    help=f"what to measure (default {','.join(PARTS)})")
     p.add_argument("--threshold", default=None, metavar="BYTES|off",
@@ -729,8 +735,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.matmul = [int(s) for s in args.matmul.split(",") if s.strip()]
     except ValueError:
         p.error("argument --matmul: comma-separated whole numbers")
-    if args.repeat < 1:
-        p.error("argument --repeat: at least 1")
+    if args.repeat < 1 or args.sweep_repeat < 1:
+        p.error("arguments --repeat, --sweep-repeat: at least 1")
     if args.threshold is not None:
         try:
             args.threshold = (_threshold(args.threshold),)  # a tuple: None is a setting
@@ -788,7 +794,8 @@ def main(argv: list[str] | None = None) -> int:
             ha.set_device_compute_threshold(old)
     if "sweep" in args.parts:
         sizes = [s for s in (4096 << k for k in range(40)) if s <= args.sweep_max]
-        result["sweep"] = measure_sweep(libs["ha"], sizes, args.repeat)
+        result["sweep"] = measure_sweep(libs["ha"], sizes, args.sweep_repeat)
+        result["sweep_repeat"] = args.sweep_repeat
     text = format_result(result)
     print(text)
     os.makedirs(args.out, exist_ok=True)

@@ -384,8 +384,8 @@ def test_compute_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.
     env = {**os.environ, "HOSTARRAY_LINK": "copied"}
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_compute.py"),
                         "--max-size", "1MiB", "--matmul", "64", "--sweep-max", "8KiB",
-                        "--repeat", "1", "--no-cupy", "--device", str(cl_device),
-                        "--out", str(tmp_path)],
+                        "--repeat", "1", "--sweep-repeat", "2", "--no-cupy",
+                        "--device", str(cl_device), "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     _check_tables(p.stdout, 5)  # four workloads and the sweep
@@ -395,6 +395,7 @@ def test_compute_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.
     assert md.startswith("# Device compute benchmark") and "| size | lib | time |" in md
     assert r["benchmark"] == "compute" and r["device"]["link"] == "copied"
     assert r["threshold"] == 1 << 20 and r["cupy"].startswith("left out")
+    assert r["sweep_repeat"] == 2 and len(r["sweep"]["rows"][0]["on"]["times_s"]) == 2
     assert list(r["workloads"]) == ["chain", "elementwise", "reduction", "matmul"]
     for key, rows in r["workloads"].items():
         (row,) = rows
