@@ -382,6 +382,7 @@ def test_compute_benchmark_suggests_the_smallest_size_from_which_the_device_wins
 def test_compute_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.Device) -> None:
     # a copied link, so that the device path runs on a device whose own link is shared
     env = {**os.environ, "HOSTARRAY_LINK": "copied"}
+    env.pop("HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES", None)  # the default threshold
     p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_compute.py"),
                         "--max-size", "1MiB", "--matmul", "64", "--sweep-max", "8KiB",
                         "--repeat", "1", "--sweep-repeat", "2", "--no-cupy",
