@@ -172,8 +172,10 @@ def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
 
 
 def register(names: Iterable[str], note: str = "") -> None:
-    """Record that the device path computes the namespace functions ``names``; ``note``
-    says briefly what of them stays on the host (e.g. ``"float16/complex on host"``).
+    """Record that the device path computes the namespace functions ``names`` (spelt as
+    the namespace spells them: ``"add"``, ``"sum"``, ``"linalg.vector_norm"``; the array's
+    operators follow their function); ``note`` says briefly what of them stays on the host
+    (e.g. ``"float16, complex on host"``; ``""``: nothing).
 
     Each module of :mod:`hostarray._compute` calls this at import for what it handles,
     so that :func:`device_functions` (and the documentation) follows the code."""
