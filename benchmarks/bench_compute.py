@@ -52,7 +52,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -298,7 +298,7 @@ _X0 = x0(8)  # 1, 2, ..., 7, 0
 class Workload:
     """``prepare(lib, arrays)`` runs untimed before each run; ``run(lib, arrays)`` is timed
     and returns what the host got (a float) or the result array (checked after the last run,
-    untimed); ``check(got, n)`` says what is wrong with it, or ``""``; ``result_bytes`` is what
+    untimed); ``check(lib, got, n)`` says what is wrong with it, or ``""``; ``result_bytes`` is what
     the host must receive in one run."""
 
     key: str
@@ -309,7 +309,6 @@ class Workload:
     check: Callable[[Any, Any, int], str]
     result_bytes: int
     legend: str
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 def _close(got: float, want: float, what: str) -> str:
