@@ -356,3 +356,76 @@ def test_peer_benchmark_fails_loudly_on_a_wrong_value(capsys: pytest.CaptureFixt
     assert rc == 1
     assert "every value read matches numpy's closed form: False" in out.out
     assert "WRONG 16 KiB ha: run 0" in out.out and "FAILED" in out.err
+
+
+# -- benchmarks/bench_compute.py: the device path against CuPy, pyopencl.array, numpy ------
+
+def _bench_compute() -> Any:
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import bench_compute
+    finally:
+        sys.path.pop(0)
+    return bench_compute
+
+
+def test_compute_benchmark_suggests_the_smallest_size_from_which_the_device_wins() -> None:
+    suggest = _bench_compute().suggest_threshold
+    rows = [{"size": s, "on_over_off": r} for s, r in ((4096, 3.0), (8192, 0.9), (16384, 1.1),
+                                                      (32768, 0.5), (65536, 0.2))]
+    assert suggest(rows) == 32768  # 8 KiB won once, but lost again above it
+    assert suggest(rows[:2]) == 8192
+    assert suggest(rows[:3]) is None  # the device path lost at the largest size
+
+
+@pytest.mark.device
+def test_compute_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.Device) -> None:
+    # a copied link, so that the device path runs on a device whose own link is shared
+    env = {**os.environ, "HOSTARRAY_LINK": "copied"}
+    env.pop("HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES", None)  # the default threshold
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "bench_compute.py"),
+                        "--max-size", "1MiB", "--matmul", "64", "--sweep-max", "8KiB",
+                        "--repeat", "1", "--sweep-repeat", "2", "--no-cupy",
+                        "--device", str(cl_device), "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _check_tables(p.stdout, 5)  # four workloads and the sweep
+    assert "every value matches numpy's: True" in p.stdout
+    r = json.loads((tmp_path / "compute.json").read_text())
+    md = (tmp_path / "compute.md").read_text()
+    assert md.startswith("# Device compute benchmark") and "| size | lib | time |" in md
+    assert r["benchmark"] == "compute" and r["device"]["link"] == "copied"
+    assert r["threshold"] == 1 << 20 and r["cupy"].startswith("left out")
+    assert r["sweep_repeat"] == 2 and len(r["sweep"]["rows"][0]["on"]["times_s"]) == 2
+    assert list(r["workloads"]) == ["chain", "elementwise", "reduction", "matmul"]
+    for key, rows in r["workloads"].items():
+        (row,) = rows
+        assert set(row["runs"]) == {"ha", "cupy", "cla", "numpy"}
+        for name in ("ha", "numpy"):
+            run = row["runs"][name]
+            assert run["correct"] and run["median_s"] > 0, (key, name, run)
+        assert "skipped" in row["runs"]["cupy"]
+        assert row["runs"]["ha"]["stats_same_every_run"]
+    n = (1 << 20) // 4
+    ew = r["workloads"]["elementwise"][0]["runs"]["ha"]
+    # x * x + 1 on the device: two generated kernels, no byte moved, nothing compiled again
+    assert ew["stats"]["device_ops"] == 2 and ew["stats"]["host_fallbacks"] == 0
+    assert ew["bytes_moved"] == 0 and ew["only_result_bytes"]
+    assert ew["stats"]["kernels_compiled"] == 0  # the warm-up built them
+    for key in ("chain", "reduction"):
+        run = r["workloads"][key][0]["runs"]["ha"]
+        s = run["stats"]
+        # the host reads one float32: only those 4 bytes, once the sum runs on the device;
+        # the whole array while it runs on the host
+        assert s["bytes_published"] == 0 and s["bytes_acquired"] in (4, 4 * n), (key, s)
+        assert run["only_result_bytes"] == (s["bytes_acquired"] == 4)
+    assert r["workloads"]["chain"][0]["runs"]["ha"]["stats"]["device_ops"] >= 2
+    mm = r["workloads"]["matmul"][0]["runs"]
+    assert mm["ha"]["correct"] and mm["cla"]["skipped"].startswith("not available")
+    sweep = r["sweep"]
+    assert [row["size"] for row in sweep["rows"]] == [4096, 8192]
+    for row in sweep["rows"]:
+        assert row["on"]["correct"] and row["off"]["correct"]
+        assert row["on"]["stats"]["device_ops"] >= 1 and row["off"]["stats"]["device_ops"] == 0
+        assert row["off"]["bytes_moved"] == row["size"]  # x acquired for numpy
+    assert sweep["suggested_threshold"] in (None, 4096, 8192)

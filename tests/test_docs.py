@@ -125,10 +125,36 @@ def test_docs_build_without_warnings(tmp_path: Path) -> None:
     # the generated pages hold what they are generated from
     coverage = (out / "array-api.html").read_text(encoding="utf-8")
     assert "all functions and methods" in coverage and "vector_norm" in coverage
+    assert "runs on the device" in coverage and "float16, complex on host" in coverage
+    compute = (out / "device-compute.html").read_text(encoding="utf-8")
+    assert "functions the device path computes" in compute and "logaddexp" in compute
     refusals = (out / "hostptr.html").read_text(encoding="utf-8")
     assert "ha.empty(...)" in refusals and "alignment" in refusals
     assert (out / "_images" / "coherence.svg").exists() or (out / "_static" / "coherence.svg"
                                                             ).exists()
+
+
+def test_device_column_follows_the_registry() -> None:
+    """The coverage table's "runs on the device" column and the device-compute page's table
+    are what the device path's modules register (hostarray._compute.DEVICE_FUNCTIONS)."""
+    pytest.importorskip("sphinx", reason="the docs extra is not installed")
+    from hostarray._compute import device_functions, elementwise
+
+    funcs = device_functions()
+    assert set(elementwise.EXPRESSIONS) <= set(funcs)
+    assert funcs["pow"].startswith("integer array exponents")
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import hostarray_docs as ext
+    finally:
+        sys.path.pop(0)
+    on = ext.device_functions()
+    assert on["add"] == funcs["add"] and on["HostPtrArray.__iadd__"] == funcs["add"]
+    assert "HostPtrArray.__matmul__" not in on or "matmul" in funcs
+    rows, present = ext._coverage_rows({"add": "(x1, x2, /)", "arange": "()", "nope": "()"},
+                                       lambda n: getattr(hostarray, n, None), {}, "", on)
+    assert present == 2
+    assert [r[3] for r in rows] == ["yes (float16, complex on host)", "no", "no"]
 
 
 @pytest.mark.device

@@ -2,7 +2,11 @@
 
 * ``array-api-coverage``: every name of the array API standard (from
   ``array_api_tests/spec_signatures.py``), whether hostarray has it, whether
-  its signature matches the spec's, and any documented deviation.
+  its signature matches the spec's, whether it runs on the device (from
+  ``hostarray._compute.device_functions()``, which each device-path module
+  fills with the names it computes) and any documented deviation.
+* ``device-functions``: every function the device path computes (the same
+  registry), with what of it stays on the host.
 * ``refusal-table``: the kinds of :class:`hostarray.hostptr.Refusal` with the
   message :func:`hostarray.hostptr.refusal_message` gives for each.
 * ``hostarray-operators``: a reference entry for every operator method of
@@ -10,7 +14,7 @@
 * ``hostarray-ndarray-methods``: a reference entry for every numpy-style method
   and attribute ``hostarray._interop`` installs on the array (``x.sum``, ``x.real``).
 
-The first two build docutils table nodes from the code itself, so the pages can
+The first three build docutils table nodes from the code itself, so the pages can
 never drift from it; the last two write reST entries (``.. py:method:: HostPtrArray.NAME``) from
 the code's own tables; use them in an ``eval-rst`` block after
 ``.. currentmodule:: hostarray``.
@@ -102,8 +106,33 @@ def _table(title: str, header: list[str], rows: Iterable[list[str]],
     return table
 
 
+def device_functions() -> dict[str, str]:
+    """The device path's functions (qualified names as the coverage table writes them:
+    ``add``, ``linalg.matmul``) with their notes, plus the array's operator methods
+    (``HostPtrArray.__add__``) of each, from the operator table."""
+    from hostarray._api import elementwise as ew
+    from hostarray._compute import device_functions as registered
+
+    funcs = registered()
+    out = dict(funcs)
+    ops = [(name, o) for name, _, _, o, _ in ew.TABLE] + [(n, o) for n, _, o in
+                                                          ew.OPERATOR_ONLY]
+    for name, dunders in ops:
+        if name in funcs:
+            out.update({f"HostPtrArray.{d}": funcs[name] for d in dunders})
+    return out
+
+
+def _device_cell(qual: str, obj: Any, on_device: dict[str, str]) -> str:
+    if obj is None or qual not in on_device:
+        return "no"
+    note = on_device[qual]
+    return f"yes ({note})" if note else "yes"
+
+
 def _coverage_rows(names: dict[str, str], lookup: Callable[[str], Any],
-                   deviations: dict[str, str], prefix: str) -> tuple[list[list[str]], int]:
+                   deviations: dict[str, str], prefix: str,
+                   on_device: dict[str, str]) -> tuple[list[list[str]], int]:
     rows, present = [], 0
     for name, spec_sig in sorted(names.items()):
         obj = lookup(name)
@@ -122,7 +151,8 @@ def _coverage_rows(names: dict[str, str], lookup: Callable[[str], Any],
                 note = (note + " " if note else "") + f"hostarray: ``{actual}``"
             if qual in deviations and status == "yes":
                 status = "yes, with a deviation"
-        rows.append([f"``{name}``", f"``{spec_sig}``", status, note])
+        rows.append([f"``{name}``", f"``{spec_sig}``", status,
+                     _device_cell(qual, obj, on_device), note])
     return rows, present
 
 
@@ -136,6 +166,7 @@ class ArrayApiCoverage(SphinxDirective):
         from array_api_tests import spec_signatures as spec
 
         deviations = _deviations()
+        on_device = device_functions()
 
         def attr(module: Any) -> Callable[[str], Any]:
             return lambda name: getattr(module, name, None) if module is not None else None
@@ -162,15 +193,18 @@ class ArrayApiCoverage(SphinxDirective):
 
         tables: list[nodes.table] = []
         summary: list[list[str]] = []
-        total_all = present_all = differ = 0
+        total_all = present_all = differ = device_all = 0
         for title, names, lookup, prefix in sections:
-            rows, present = _coverage_rows(names, lookup, deviations, prefix)
+            rows, present = _coverage_rows(names, lookup, deviations, prefix, on_device)
             total_all += len(rows)
             present_all += present
             differ += sum(r[2] == "yes, signature differs" for r in rows)
-            summary.append([title, str(present), str(len(rows))])
+            on_dev = sum(r[3] != "no" for r in rows)
+            device_all += on_dev
+            summary.append([title, str(present), str(on_dev), str(len(rows))])
             tables.append(_table(title, ["name", "signature in the standard", "hostarray",
-                                         "notes"], rows, [20, 40, 15, 25]))
+                                         "runs on the device", "notes"], rows,
+                                 [18, 34, 12, 14, 22]))
         attrs = [[f"``{a}``", "yes" if hasattr(ha.HostPtrArray, a) else "missing"]
                  for a in spec.ARRAY_ATTRIBUTES]
         dtypes = [[f"``{d}``", "yes" if hasattr(ha, d) else "missing"] for d in spec.DTYPES]
@@ -179,15 +213,38 @@ class ArrayApiCoverage(SphinxDirective):
                              [50, 50]))
         tables.append(_table("data types", ["name", "hostarray"], dtypes, [50, 50]))
         tables.append(_table("constants", ["name", "hostarray"], consts, [50, 50]))
-        summary.append(["all functions and methods", str(present_all), str(total_all)])
-        summary.append(["signatures that differ from the standard", str(differ), ""])
-        summary.append(["documented deviations", str(len(deviations)), ""])
+        summary.append(["all functions and methods", str(present_all), str(device_all),
+                        str(total_all)])
+        summary.append(["signatures that differ from the standard", str(differ), "", ""])
+        summary.append(["documented deviations", str(len(deviations)), "", ""])
         head = _table("summary (generated when these docs were built)",
-                      ["section", "present", "in the standard"], summary, [60, 20, 20])
+                      ["section", "present", "runs on the device", "in the standard"],
+                      summary, [52, 16, 16, 16])
         every = _table("every documented deviation (hostarray._api.DEVIATIONS and the docs' "
                        "own list)", ["name", "deviation"],
                        [[f"``{k}``", v] for k, v in sorted(deviations.items())], [25, 75])
         return [head, every, *tables]
+
+
+class DeviceFunctionsTable(SphinxDirective):
+    """The namespace functions the device path computes (``hostarray._compute``'s
+    registry, operator methods left out: they follow their function)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from hostarray._compute import device_functions as registered
+
+        funcs = registered()
+        by_note: dict[str, list[str]] = {}
+        for name, note in sorted(funcs.items()):
+            by_note.setdefault(note, []).append(name)
+        # one row per note: most functions share one ("float16, complex on host")
+        rows = [[", ".join(f"``{n}``" for n in names), note or "nothing"]
+                for note, names in sorted(by_note.items(), key=lambda kv: -len(kv[1]))]
+        title = (f"the {len(funcs)} functions the device path computes (generated from "
+                 f"hostarray._compute.DEVICE_FUNCTIONS)")
+        return [_table(title, ["functions", "what stays on the host"], rows, [70, 30])]
 
 
 class RefusalTable(SphinxDirective):
@@ -424,6 +481,7 @@ class NdarrayMethodsReference(_ReSTEntries):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("array-api-coverage", ArrayApiCoverage)
+    app.add_directive("device-functions", DeviceFunctionsTable)
     app.add_directive("refusal-table", RefusalTable)
     app.add_directive("hostarray-operators", OperatorReference)
     app.add_directive("hostarray-ndarray-methods", NdarrayMethodsReference)

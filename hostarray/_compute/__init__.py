@@ -19,25 +19,37 @@ counts ``device_ops`` (operations run on the device) and ``host_fallbacks``
 (operations :func:`target` sent to the device but that the device path
 can't do: an unsupported data type, such as complex or float16, or a view
 whose offset is not a whole number of elements).
+
+Which namespace functions the device path computes is recorded in
+:data:`DEVICE_FUNCTIONS`: each module of this package adds its names when it is
+imported (:func:`register`); :func:`device_functions` imports them all and
+returns the record (the documentation's coverage table is generated from it).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from .._array import HostPtrArray
 from .._coherence import HOST
 from .._devices import Device
 
-__all__ = ["PUBLISH_LIMIT", "device_compute_threshold", "set_device_compute_threshold",
-           "target"]
+__all__ = ["DEVICE_FUNCTIONS", "PUBLISH_LIMIT", "device_compute_threshold",
+           "device_functions", "register", "set_device_compute_threshold", "target"]
 
 HPA = HostPtrArray
 
 #: host-newest operands up to this many bytes are published for a device operation
 PUBLISH_LIMIT = 1 << 20
+
+#: namespace function name -> a short note on what of it stays on the host ("" if
+#: nothing); filled by the modules of this package at import (see :func:`register`)
+DEVICE_FUNCTIONS: dict[str, str] = {}
 
 _DEFAULT_THRESHOLD = 1 << 20
 _ENV = "HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES"
@@ -159,3 +171,24 @@ def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
     if dev.link == "shared":
         return None
     return dev
+
+
+def register(names: Iterable[str], note: str = "") -> None:
+    """Record that the device path computes the namespace functions ``names`` (spelt as
+    the namespace spells them: ``"add"``, ``"sum"``, ``"linalg.vector_norm"``; the array's
+    operators follow their function); ``note`` says briefly what of them stays on the host
+    (e.g. ``"float16, complex on host"``; ``""``: nothing).
+
+    Each module of :mod:`hostarray._compute` calls this at import for what it handles,
+    so that :func:`device_functions` (and the documentation) follows the code."""
+    for name in names:
+        DEVICE_FUNCTIONS[name] = note
+
+
+def device_functions() -> dict[str, str]:
+    """Every namespace function the device path computes, with its note (see
+    :func:`register`): imports every module of :mod:`hostarray._compute` (and so
+    pyopencl) first, so that each has registered its names."""
+    for m in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{m.name}")
+    return dict(DEVICE_FUNCTIONS)

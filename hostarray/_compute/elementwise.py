@@ -28,7 +28,7 @@ from .._devices import Device
 from .._sharing import memory_fault
 from .._stats import COUNTERS
 from .._storage import address_of
-from . import pool
+from . import pool, register
 from .launch import ArrayArg, c_type, compiled, enqueue, supports
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
@@ -498,3 +498,11 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
+
+
+# What the device path computes, for hostarray._compute.device_functions() (the docs'
+# coverage table): every name of the table, and what of each stays on the host.
+_ON_HOST = "float16, complex on host"
+register(EXPRESSIONS, _ON_HOST)
+register(["reciprocal"], "integers, " + _ON_HOST)
+register(["pow"], "integer array exponents, " + _ON_HOST)
