@@ -310,6 +310,10 @@ def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = Non
     dev = _target(operands)
     if dev is None:
         return None
+    if name == "matmul":  # the @ operators: a tiled product, not an element-wise kernel
+        from .._compute.matmul import matmul_operator
+
+        return matmul_operator(dev, operands, out)
     from .._compute.elementwise import elementwise  # imports pyopencl: only once a device is used
 
     return elementwise(name, dev, operands, out)
