@@ -268,6 +268,28 @@ def _axes(n1: int, n2: int, axes: Any) -> tuple[list[int], list[int]] | None:
     return a1, a2
 
 
+def _matrices(a: np.ndarray, b: np.ndarray, c1: list[int], c2: list[int]
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``a`` as a (free, contracted) matrix and ``b`` as a (contracted, free) one, both
+    views (the pairs of contracted axes may be taken in any order), or ``None``."""
+    f1 = [i for i in range(a.ndim) if i not in c1]
+    f2 = [j for j in range(b.ndim) if j not in c2]
+    K = math.prod(a.shape[i] for i in c1)
+    m, n = math.prod(a.shape[i] for i in f1), math.prod(b.shape[j] for j in f2)
+    pairs = list(zip(c1, c2))
+    # the given order, or the pairs by a's strides, or by b's: one of them often lets both
+    # operands merge their contracted axes into one stride
+    for order in (pairs, sorted(pairs, key=lambda p: -a.strides[p[0]]),
+                  sorted(pairs, key=lambda p: -b.strides[p[1]])):
+        o1, o2 = [p[0] for p in order], [p[1] for p in order]
+        m1 = a.transpose(f1 + o1).reshape((m, K))
+        m2 = b.transpose(o2 + f2).reshape((K, n))
+        # a copy shares no memory with the operand (numpy 2.0's reshape has no copy=False)
+        if np.may_share_memory(m1, a) and np.may_share_memory(m2, b):
+            return m1, m2
+    return None
+
+
 def _tensordot(dev: Device, x1: HPA, x2: HPA, axes: Any) -> HPA | None:
     a, b = x1._a, x2._a
     ax = _axes(a.ndim, b.ndim, axes)
@@ -276,21 +298,15 @@ def _tensordot(dev: Device, x1: HPA, x2: HPA, axes: Any) -> HPA | None:
     c1, c2 = ax
     if any(a.shape[i] != b.shape[j] for i, j in zip(c1, c2)):
         return None
-    f1 = [i for i in range(a.ndim) if i not in c1]
-    f2 = [j for j in range(b.ndim) if j not in c2]
-    K = math.prod(a.shape[i] for i in c1)
-    s1 = tuple(a.shape[i] for i in f1)
-    s2 = tuple(b.shape[j] for j in f2)
-    # one matrix per operand, as views: where that needs a copy, the host does it (a copy
-    # shares no memory with the operand; numpy 2.0's reshape has no copy=False)
-    m1 = a.transpose(f1 + c1).reshape((math.prod(s1), K))
-    m2 = b.transpose(c2 + f2).reshape((K, math.prod(s2)))
-    if not (np.may_share_memory(m1, a) and np.may_share_memory(m2, b)):
-        return None
-    r = product(dev, x1, x2, m1, m2)
+    mats = _matrices(a, b, c1, c2)
+    if mats is None:
+        return None  # the operands' axes need a copy to be matrices: the host does that
+    r = product(dev, x1, x2, *mats)
     if r is None:
         return None
-    return _view(r, r._a.reshape(s1 + s2))
+    shape = tuple(n for i, n in enumerate(a.shape) if i not in c1) + \
+        tuple(n for j, n in enumerate(b.shape) if j not in c2)
+    return _view(r, r._a.reshape(shape))
 
 
 def device_tensordot(x1: Any, x2: Any, axes: Any) -> HPA | None:
