@@ -117,12 +117,10 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
 
 
 def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
-            args: Sequence[Any], *,
-            sizes: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> None:
+            args: Sequence[Any]) -> None:
     """Launch ``kernel`` over ``n`` work-items (rounded up to whole groups: the kernel
     returns for ids ``>= n``), with ``args``: :class:`ArrayArg` (passed as the storage's
-    whole buffer) or scalars (numpy scalars of the declared types).  ``sizes``, if given,
-    are the global and local sizes of an N-D range instead (``n`` is then unused).
+    whole buffer) or scalars (numpy scalars of the declared types).
 
     Under the operands' storage locks: publish what the device lacks of the bytes read,
     wait for other devices' launches where bytes are written, enqueue, record."""
@@ -132,7 +130,7 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
     arrays = [v for v in args if type(v) is ArrayArg]
     storages = list({id(v.s): v.s for v in arrays}.values())
     knl, klock = kernel
-    gs, ls = sizes if sizes is not None else ((-(-n // GROUP) * GROUP,), (GROUP,))
+    gs = (-(-n // GROUP) * GROUP,)
     with storages[0].lock if len(storages) == 1 else locked(storages):
         cl_args = []
         for v in args:
@@ -153,7 +151,7 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
         with klock:
             try:
                 knl.set_args(*cl_args)
-                ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, knl, gs, ls)
+                ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, knl, gs, (GROUP,))
             finally:
                 # the kernel object must not keep these memory objects alive (see kernels.py)
                 for j, v in enumerate(args):

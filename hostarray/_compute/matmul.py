@@ -7,16 +7,22 @@ broadcast views need no copy; the result is a new contiguous pooled array.
 
 The kernel is tiled: a work-group of ``TS x RTS`` (32 x 8 = 256) work-items
 computes a ``TS x TS`` (32 x 32) tile of ``C``, each work-item ``WPT`` (4)
-outputs of one column.  Per step along ``K`` the group loads a 32 x 32 tile
-of ``A`` and of ``B`` into local memory (zero outside the matrices, so edges
-need no special case: a padded product is never stored), then every loaded
-element is used 32 times from local memory.  Why 32: a row of 32 work-items
-reads 32 neighbouring elements (one 128-byte transaction for float on a GPU
-whose warps are 32 wide) and writes 32 neighbouring outputs; 256 work-items
-is the generated kernels' group size (:data:`launch.GROUP`); two tiles of
-8-byte elements take 16 KiB of local memory, half of OpenCL's guaranteed
-minimum, so several groups fit on one compute unit; 4 outputs per work-item
-reuse each ``B`` value from a register 4 times.
+outputs of one column.  Per step along ``K`` the group loads a 32 x 32 tile of
+``A`` and of ``B`` into local memory (zero outside the matrices, so edges need
+no special case: a padded product is never stored); every loaded element is
+then used 32 times from local memory.  Why 32: a row of 32 work-items reads 32
+neighbouring elements (one 128-byte transaction for float on a GPU whose warps
+are 32 wide) and writes 32 neighbouring outputs; 32 x 8 is the generated
+kernels' group size (:data:`launch.GROUP`, 256); two tiles of 8-byte elements
+take 16 KiB of local memory, half of OpenCL's guaranteed minimum, so two or more
+groups fit on one compute unit; 4 outputs per work-item reuse each ``B`` value
+from a register 4 times.  16 x 16 tiles would read every element twice as
+often from global memory; 64 x 64 tiles of 8-byte types need 64 KiB, more local
+memory than many devices give one group.
+
+The launch is one-dimensional, like every generated kernel's: the group's
+number gives its tile column, tile row and batch index, so no grid dimension
+limits the batch (NVIDIA allows only 65535 groups in the second and third).
 
 The data types are numpy's: ``np.matmul``'s loop for the operands' types
 gives the type operands are converted to and the result type.  Integer
@@ -40,15 +46,15 @@ from .._devices import Device
 from .._stats import COUNTERS
 from . import pool, target
 from .elementwise import _layout, run
-from .launch import array_arg, c_type, compiled, enqueue, supports
+from .launch import GROUP, array_arg, c_type, compiled, enqueue, supports
 
 __all__ = ["TS", "device_matmul", "device_tensordot", "matmul_operator", "product"]
 
 HPA = HostPtrArray
 
 TS = 32  # a work-group computes a TS x TS tile of the result
-WPT = 4  # outputs per work-item (rows TS / WPT apart)
-RTS = TS // WPT  # work-items per group along the rows
+RTS = GROUP // TS  # work-items of a group along the rows (8)
+WPT = TS // RTS  # outputs per work-item (4, rows RTS apart)
 
 _WIDE = {"char": "uint", "uchar": "uint", "short": "uint", "ushort": "uint", "int": "uint",
          "uint": "uint", "long": "ulong", "ulong": "ulong"}
@@ -69,7 +75,8 @@ def _source(t: str, kind: str, a_t: str, b_t: str, out_t: str, nbd: int) -> str:
     """OpenCL C of the tiled batched product: loop type ``t`` (numpy kind ``kind``),
     stored operand types ``a_t``, ``b_t``, result type ``out_t``, ``nbd`` batch axes."""
     acc_t, step = _step(kind, t)
-    params = ["const long M", "const long N", "const long K",
+    params = ["const long M", "const long N", "const long K", "const long tn",
+              "const long tm",
               f"__global {out_t} *c", "const long c_off",
               f"__global const {a_t} *pa", "const long a_off", "const long a_sm",
               "const long a_sk",
@@ -85,12 +92,13 @@ def _source(t: str, kind: str, a_t: str, b_t: str, out_t: str, nbd: int) -> str:
     return head + f"""#define TS {TS}
 #define WPT {WPT}
 #define RTS {RTS}
-__kernel __attribute__((reqd_work_group_size(TS, RTS, 1)))
+__kernel __attribute__((reqd_work_group_size(TS * RTS, 1, 1)))
 void mm({", ".join(params)}) {{
-    const int tx = get_local_id(0), ty = get_local_id(1);
-    const long n = (long)get_group_id(0) * TS + tx;
-    const long m0 = (long)get_group_id(1) * TS;
-    const long bi = (long)get_global_id(2);
+    const int tx = get_local_id(0) % TS, ty = get_local_id(0) / TS;
+    const long g = (long)get_group_id(0);  /* tn tile columns, tm tile rows, batches */
+    const long n = (g % tn) * TS + tx;
+    const long m0 = (g / tn % tm) * TS;
+    const long bi = g / tn / tm;
     long r = bi, q, ao = a_off, bo = b_off;
 {chr(10).join(batch)}
     __local {t} As[TS][TS];
@@ -184,13 +192,13 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
     src = _source(c_type(lt), lt.kind, c_type(x1._a.dtype), c_type(x2._a.dtype),
                   c_type(out_dt), len(dims))
     i64 = np.int64
-    call: list[Any] = [i64(M), i64(N), i64(K), o, i64(o.offset),
+    tn, tm = -(-N // TS), -(-M // TS)
+    call: list[Any] = [i64(M), i64(N), i64(K), i64(tn), i64(tm), o, i64(o.offset),
                        v1, i64(v1.offset), i64(a_sm), i64(a_sk),
                        v2, i64(v2.offset), i64(b_sk), i64(b_sn)]
     for k, d in enumerate(dims):
         call += [i64(d), i64(sa[k]), i64(sb[k])]
-    sizes = ((-(-N // TS) * TS, -(-M // TS) * RTS, nb), (TS, RTS, 1))
-    enqueue(dev, compiled(dev, src, "mm"), "matmul", 0, call, sizes=sizes)
+    enqueue(dev, compiled(dev, src, "mm"), "matmul", tn * tm * nb * GROUP, call)
     return out
 
 
