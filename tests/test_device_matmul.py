@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hostarray as ha
+from hostarray._array import _view
 
 pytestmark = pytest.mark.device
 
@@ -28,7 +29,7 @@ _C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint
       "float64": "double"}
 OPS: dict[str, Callable[[Any, Any], Any]] = {
     "@": lambda x, y: x @ y, "matmul": ha.matmul, "linalg.matmul": ha.linalg.matmul}
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=60, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 
@@ -93,8 +94,8 @@ def check(got: Any, ref: np.ndarray, bound: Callable[[], np.ndarray], k: int) ->
 
 def view_of(rng: np.random.Generator, dt: Any, shape: tuple[int, ...], kind: str,
             dev: ha.Device) -> tuple[np.ndarray, Any]:
-    """A ``shape`` view of a device-newest array (``kind``: plain, transposed, strided
-    or reversed) and the same view of its numpy original."""
+    """A ``shape`` view of a device-newest array (``kind``: plain, transposed, strided,
+    reversed or broadcast) and the same view of its numpy original."""
     if kind == "T" and len(shape) >= 2:
         base = values(rng, dt, shape[:-2] + (shape[-1], shape[-2]))
         x = device_newest(base, dev)
@@ -103,6 +104,12 @@ def view_of(rng: np.random.Generator, dt: Any, shape: tuple[int, ...], kind: str
         base = values(rng, dt, (*shape[:-1], 2 * shape[-1] + 1))
         x = device_newest(base, dev)
         return base[..., 1::2], x[..., 1::2]
+    if kind == "broadcast":  # every row the same: a stride of 0
+        base = values(rng, dt, (*shape[:-2], 1, shape[-1]) if len(shape) >= 2 else shape)
+        x = device_newest(base, dev)
+        # ha.broadcast_to reads x on the host first (an acquire a view doesn't need): the
+        # view is made here from the array's own numpy view instead
+        return np.broadcast_to(base, shape), _view(x, np.broadcast_to(x._a, shape))
     base = values(rng, dt, shape)
     x = device_newest(base, dev)
     if kind == "reversed":
@@ -126,7 +133,7 @@ def matmul_cases(draw: Any) -> dict[str, Any]:
         b1 = [d if draw(st.booleans()) else 1 for d in stack][draw(st.integers(0, len(stack))):]
         b2 = [d if draw(st.booleans()) else 1 for d in stack][draw(st.integers(0, len(stack))):]
         s1, s2 = tuple(b1) + s1, tuple(b2) + s2
-    views = st.sampled_from(["plain", "T", "strided", "reversed"])
+    views = st.sampled_from(["plain", "T", "strided", "reversed", "broadcast"])
     return {"dt1": dt1, "dt2": dt2, "s1": s1, "s2": s2, "k": k, "v1": draw(views),
             "v2": draw(views), "op": draw(st.sampled_from(sorted(OPS))),
             "seed": draw(st.integers(0, 2**32 - 1))}
@@ -277,19 +284,16 @@ def test_shape_errors_are_numpys(dev: ha.Device) -> None:
         x @ 2
 
 
-def test_threshold_counts_the_result(dev: ha.Device) -> None:
-    # an outer product: the result (64 KiB) is much larger than the operands (256 B)
-    x, y = device_newest(np.ones((128, 1)), dev), device_newest(np.ones((1, 64)), dev)
-    ha.set_device_compute_threshold(64 * 128 * 8)
-    ha.reset_stats()
-    r = ha.matmul(x, y)
-    assert ha.stats().device_ops == (1 if on_device(dev) else 0)
-    np.testing.assert_array_equal(np.asarray(r), np.ones((128, 64)))
-    ha.set_device_compute_threshold(64 * 128 * 8 + 1)
-    x, y = device_newest(np.ones((128, 1)), dev), device_newest(np.ones((1, 64)), dev)
-    ha.reset_stats()
-    ha.matmul(x, y)
-    assert ha.stats().device_ops == 0
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_threshold_counts_the_result(dev: ha.Device, op: str) -> None:
+    # an outer product: the result (64 KiB) is much larger than the operands (1.5 KiB)
+    for limit, runs in ((64 * 128 * 8, on_device(dev)), (64 * 128 * 8 + 1, False)):
+        ha.set_device_compute_threshold(limit)
+        x, y = device_newest(np.ones((128, 1)), dev), device_newest(np.ones((1, 64)), dev)
+        ha.reset_stats()
+        r = OPS[op](x, y)
+        assert ha.stats().device_ops == int(runs)
+        np.testing.assert_array_equal(np.asarray(r), np.ones((128, 64)))
 
 
 def test_tensordot_needing_a_copy_falls_back(dev: ha.Device) -> None:

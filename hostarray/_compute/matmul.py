@@ -48,7 +48,7 @@ from . import pool, target
 from .elementwise import _layout, run
 from .launch import GROUP, array_arg, c_type, compiled, enqueue, supports
 
-__all__ = ["TS", "device_matmul", "device_tensordot", "matmul_operator", "product"]
+__all__ = ["TS", "device_matmul", "device_tensordot", "product"]
 
 HPA = HostPtrArray
 
@@ -232,27 +232,21 @@ def _matmul(dev: Device, x1: Any, x2: Any, out: HPA | None) -> HPA | None:
     return run(dev, "matmul", "a", [r], r._a.dtype, oa.dtype, oa.shape, out)
 
 
-def matmul_operator(dev: Device, operands: tuple[Any, ...], out: HPA | None = None
-                    ) -> HPA | None:
-    """``operands[0] @ operands[1]`` (into ``out`` for ``@=``) on ``dev``, which
-    :func:`hostarray._compute.target` chose, or ``None``: the host path computes it
-    (counted as a host fallback)."""
-    r = _matmul(dev, operands[0], operands[1], out)
+def device_matmul(x1: Any, x2: Any, out: HPA | None = None) -> HPA | None:
+    """``x1 @ x2`` (into ``out`` for ``x1 @= x2``) on the device holding the operands'
+    newest data, or ``None``: the host path computes it (see :mod:`hostarray._compute`;
+    the result counts in the size threshold: an outer product can be far larger than
+    its operands)."""
+    both = type(x1) is HPA and type(x2) is HPA
+    dev = target((x1, x2), _result_nbytes(x1, x2) if both else 0)
+    if dev is None:
+        return None
+    r = _matmul(dev, x1, x2, out)
     if r is None:
         COUNTERS.add(host_fallbacks=1)
     elif out is None:  # the in-place copy counted the operation already
         COUNTERS.add(device_ops=1)
     return r
-
-
-def device_matmul(x1: Any, x2: Any) -> HPA | None:
-    """``matmul(x1, x2)`` on the device holding the operands' newest data, or ``None``:
-    the host path computes it (see :mod:`hostarray._compute`)."""
-    dev = target((x1, x2), _result_nbytes(x1, x2) if type(x1) is HPA and type(x2) is HPA
-                 else 0)
-    if dev is None:
-        return None
-    return matmul_operator(dev, (x1, x2))
 
 
 def _axes(n1: int, n2: int, axes: Any) -> tuple[list[int], list[int]] | None:
