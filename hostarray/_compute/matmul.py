@@ -71,9 +71,26 @@ def _step(kind: str, t: str) -> tuple[str, str]:
     return t, "acc[w] + a * b"
 
 
-def _source(t: str, kind: str, a_t: str, b_t: str, out_t: str, nbd: int) -> str:
+def _loads(t: str, ta: bool, tb: bool) -> str:
+    """The loads of one tile of ``A`` and of ``B``: neighbouring work-items read
+    neighbouring columns (k of A, n of B), or, where the operand is stored the other way
+    round (``ta``, ``tb``: a transposed view), neighbouring rows: neighbours in memory
+    either way (coalesced on a GPU)."""
+    a_ix = ("As[tx][row]", "m0 + tx", "k0 + row") if ta else ("As[row][tx]", "m0 + row",
+                                                              "k0 + tx")
+    b_ix = ("Bs[tx][row]", "k0 + tx", "n0 + row") if tb else ("Bs[row][tx]", "k0 + row",
+                                                              "n0 + tx")
+    return f"""            {{ const long am = {a_ix[1]}, ak = {a_ix[2]};
+              {a_ix[0]} = (am < M && ak < K) ? ({t})pa[ao + am * a_sm + ak * a_sk] : ({t})0; }}
+            {{ const long bk = {b_ix[1]}, bn = {b_ix[2]};
+              {b_ix[0]} = (bk < K && bn < N) ? ({t})pb[bo + bk * b_sk + bn * b_sn] : ({t})0; }}"""
+
+
+def _source(t: str, kind: str, a_t: str, b_t: str, out_t: str, nbd: int, ta: bool,
+            tb: bool) -> str:
     """OpenCL C of the tiled batched product: loop type ``t`` (numpy kind ``kind``),
-    stored operand types ``a_t``, ``b_t``, result type ``out_t``, ``nbd`` batch axes."""
+    stored operand types ``a_t``, ``b_t``, result type ``out_t``, ``nbd`` batch axes,
+    operands read along rows (``ta``, ``tb``; see :func:`_loads`)."""
     acc_t, step = _step(kind, t)
     params = ["const long M", "const long N", "const long K", "const long tn",
               "const long tm",
@@ -96,21 +113,20 @@ __kernel __attribute__((reqd_work_group_size(TS * RTS, 1, 1)))
 void mm({", ".join(params)}) {{
     const int tx = get_local_id(0) % TS, ty = get_local_id(0) / TS;
     const long g = (long)get_group_id(0);  /* tn tile columns, tm tile rows, batches */
-    const long n = (g % tn) * TS + tx;
+    const long n0 = (g % tn) * TS, n = n0 + tx;
     const long m0 = (g / tn % tm) * TS;
     const long bi = g / tn / tm;
     long r = bi, q, ao = a_off, bo = b_off;
 {chr(10).join(batch)}
-    __local {t} As[TS][TS];
-    __local {t} Bs[TS][TS];
+    /* one column of padding: a transposed load writes a column without bank conflicts */
+    __local {t} As[TS][TS + 1];
+    __local {t} Bs[TS][TS + 1];
     {acc_t} acc[WPT];
     for (int w = 0; w < WPT; w++) acc[w] = 0;
     for (long k0 = 0; k0 < K; k0 += TS) {{
         for (int w = 0; w < WPT; w++) {{
             const int row = ty + w * RTS;
-            const long am = m0 + row, ak = k0 + tx, bk = k0 + row;
-            As[row][tx] = (am < M && ak < K) ? ({t})pa[ao + am * a_sm + ak * a_sk] : ({t})0;
-            Bs[row][tx] = (bk < K && n < N) ? ({t})pb[bo + bk * b_sk + n * b_sn] : ({t})0;
+{_loads(t, ta, tb)}
         }}
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int k = 0; k < TS; k++) {{
@@ -189,8 +205,11 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
         sts.append(tuple(0 if k < pad or m.shape[k - pad] == 1 else v.strides[k - pad]
                          for k in range(len(bshape))))
     dims, (sa, sb) = _layout(bshape, sts)
+    # an operand stored column by column (a transposed view) is read along its columns
+    ta = M > 1 and abs(a_sm) < abs(a_sk)
+    tb = N > 1 and abs(b_sk) < abs(b_sn)
     src = _source(c_type(lt), lt.kind, c_type(x1._a.dtype), c_type(x2._a.dtype),
-                  c_type(out_dt), len(dims))
+                  c_type(out_dt), len(dims), ta, tb)
     i64 = np.int64
     tn, tm = -(-N // TS), -(-M // TS)
     call: list[Any] = [i64(M), i64(N), i64(K), i64(tn), i64(tm), o, i64(o.offset),
@@ -211,7 +230,11 @@ def _result_nbytes(x1: HPA, x2: HPA) -> int:
         return 0
     m = s1[-2] if len(s1) >= 2 else 1
     n = s2[-1] if len(s2) >= 2 else 1
-    return math.prod(bshape) * m * n * max(x1._a.itemsize, x2._a.itemsize)
+    try:
+        item = np.matmul.resolve_dtypes((x1._a.dtype, x2._a.dtype, None))[2].itemsize
+    except (TypeError, ValueError):
+        return 0
+    return math.prod(bshape) * m * n * item
 
 
 def _matmul(dev: Device, x1: Any, x2: Any, out: HPA | None) -> HPA | None:
