@@ -307,6 +307,10 @@ def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = Non
             ) -> HostPtrArray | None:
     """``name`` computed on the device holding the operands' newest data, or ``None``:
     compute on the host (see :mod:`hostarray._compute`)."""
+    if name == "matmul":  # the @ operators: a tiled product, not an element-wise kernel
+        from .._compute.matmul import device_matmul  # a device holds data: pyopencl is loaded
+
+        return device_matmul(operands[0], operands[1], out)
     dev = _target(operands)
     if dev is None:
         return None

@@ -11,6 +11,13 @@ from ._common import device_of, host, result
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 
+HPA = HostPtrArray
+
+
+def _device_newest(x1: object, x2: object) -> bool:
+    """Whether an operand has bytes newer on a device (then the device may compute)."""
+    return (type(x1) is HPA and x1._s.host_stale) or (type(x2) is HPA and x2._s.host_stale)
+
 
 def matmul(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     """Matrix product of ``x1`` and ``x2`` (stacks broadcast; 1-D operands are vectors).
@@ -21,6 +28,13 @@ def matmul(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     >>> ha.matmul(ha.asarray([[1, 2], [3, 4]]), ha.asarray([1, 1]))
     HostPtrArray([3, 7], dtype=int64)
     """
+    if _device_newest(x1, x2):
+        # a device holds data: pyopencl is imported already
+        from .._compute.matmul import device_matmul
+
+        r = device_matmul(x1, x2)
+        if r is not None:
+            return r
     dev = device_of(x1, x2)
     return result(np.matmul(host(x1), host(x2)), dev)
 
@@ -50,6 +64,12 @@ def tensordot(x1: HostPtrArray, x2: HostPtrArray, /, *,
     >>> ha.tensordot(ha.ones((2, 3)), ha.ones((3, 4)), axes=1).shape
     (2, 4)
     """
+    if _device_newest(x1, x2):
+        from .._compute.matmul import device_tensordot
+
+        r = device_tensordot(x1, x2, axes)
+        if r is not None:
+            return r
     dev = device_of(x1, x2)
     return result(np.tensordot(host(x1), host(x2), axes=axes), dev)
 
