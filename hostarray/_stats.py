@@ -77,9 +77,9 @@ class _Counters:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts = dict.fromkeys(_FIELDS, 0)
+        self.counts: dict[str, float] = dict.fromkeys(_FIELDS, 0)
 
-    def add(self, **deltas: int) -> None:
+    def add(self, **deltas: float) -> None:
         with self.lock:
             counts = self.counts
             for k, d in deltas.items():
@@ -93,7 +93,7 @@ class _Counters:
     @property
     def value(self) -> Stats:
         with self.lock:
-            return Stats(**self.counts)
+            return Stats(**self.counts)  # type: ignore[arg-type]  # ints, one float
 
     @value.setter
     def value(self, stats: Stats) -> None:

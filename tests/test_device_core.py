@@ -78,3 +78,19 @@ def test_kernels_are_built_once_per_operation_types_and_layout(copied: ha.Device
     assert ha.stats().device_ops == 6
     for r in first + again:
         np.testing.assert_array_equal(np.asarray(r), np.arange(1000) + 1 - 3)
+
+
+def test_functions_that_return_views_read_nothing(copied: ha.Device) -> None:
+    """A view reads no byte: building one of a device-newest array acquires nothing (the
+    read of the view, later, acquires what it covers)."""
+    x = device_newest(copied, np.arange(12, dtype=np.float32).reshape(3, 4))
+    ha.reset_stats()
+    views = [ha.broadcast_to(x, (2, 3, 4)), ha.expand_dims(x, axis=0), ha.flip(x),
+             ha.moveaxis(x, 0, 1), ha.squeeze(ha.expand_dims(x, axis=0), axis=0),
+             *ha.unstack(x), ha.matrix_transpose(x), *ha.broadcast_arrays(x, x)]
+    assert ha.stats().bytes_moved == 0
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    want = [np.broadcast_to(a, (2, 3, 4)), a[None], np.flip(a), np.moveaxis(a, 0, 1), a,
+            *a, a.T, a, a]
+    for v, w in zip(views, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(v), w)

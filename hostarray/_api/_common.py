@@ -17,8 +17,8 @@ from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
 from .._storage import Storage
 
-__all__ = ["HostPtrArray", "dev_of", "host", "result", "join_devices", "device_of", "out_device",
-           "as_host", "normalize_axis", "ndarray"]
+__all__ = ["HostPtrArray", "dev_of", "host", "view_of", "result", "join_devices", "device_of",
+           "out_device", "as_host", "normalize_axis", "ndarray"]
 
 ndarray = np.ndarray
 _SCALARS = (bool, int, float, complex)
@@ -36,6 +36,15 @@ def host(x: HostPtrArray) -> np.ndarray:
     if s.host_stale:
         s.sync_for_host_read(x._a)
     return x._a
+
+
+def view_of(x: HostPtrArray) -> np.ndarray:
+    """The numpy view of ``x`` for building a view of it: no host read, so nothing is
+    acquired (a view reads no byte; the next read of it acquires what it covers);
+    ``TypeError`` for anything but a HostPtrArray."""
+    if isinstance(x, HostPtrArray):
+        return x._a
+    raise TypeError(f"expected a hostarray array, got {type(x).__name__}")
 
 
 def as_host(x: Any) -> Any:

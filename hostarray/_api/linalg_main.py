@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._array import HostPtrArray, _view
-from ._common import device_of, host, result
+from ._common import device_of, host, result, view_of
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 
@@ -48,7 +48,7 @@ def matrix_transpose(x: HostPtrArray, /) -> HostPtrArray:
     >>> ha.matrix_transpose(ha.zeros((2, 3, 4))).shape
     (2, 4, 3)
     """
-    a = host(x)
+    a = view_of(x)
     if a.ndim < 2:
         raise ValueError("matrix_transpose needs at least two dimensions")
     return _view(x, np.swapaxes(a, -1, -2))

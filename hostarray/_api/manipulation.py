@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray, _view
-from ._common import dev_of, device_of, host, result
+from ._common import dev_of, device_of, host, result, view_of
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims",
            "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
@@ -35,7 +35,7 @@ def broadcast_arrays(*arrays: HostPtrArray) -> tuple[HostPtrArray, ...]:
     ((2, 3), (2, 3))
     """
     device_of(*arrays)
-    views = np.broadcast_arrays(*(host(a) for a in arrays))
+    views = np.broadcast_arrays(*(view_of(a) for a in arrays))
     for v in views:
         v.flags.writeable = False  # as broadcast_to: a write would hit repeated elements
     return tuple(_view(a, v) for a, v in zip(arrays, views))
@@ -63,7 +63,7 @@ def broadcast_to(x: HostPtrArray, /, shape: tuple[int, ...]) -> HostPtrArray:
     HostPtrArray([[1, 2],
                   [1, 2]], dtype=int64)
     """
-    return _view(x, np.broadcast_to(host(x), shape))
+    return _view(x, np.broadcast_to(view_of(x), shape))
 
 
 def concat(arrays: tuple[HostPtrArray, ...] | list[HostPtrArray], /, *,
@@ -90,7 +90,7 @@ def expand_dims(x: HostPtrArray, /, axis: int | tuple[int, ...]) -> HostPtrArray
     >>> ha.expand_dims(ha.zeros(3), axis=(0, -1)).shape
     (1, 3, 1)
     """
-    a = host(x)
+    a = view_of(x)
     axes = axis if isinstance(axis, tuple) else (axis,)
     n = a.ndim + len(axes)
     norm = tuple(ax + n if ax < 0 else ax for ax in axes)
@@ -110,7 +110,7 @@ def flip(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None) -> Ho
     >>> ha.flip(ha.asarray([1, 2, 3]))
     HostPtrArray([3, 2, 1], dtype=int64)
     """
-    return _view(x, np.flip(host(x), axis=axis))
+    return _view(x, np.flip(view_of(x), axis=axis))
 
 
 def moveaxis(x: HostPtrArray, source: int | tuple[int, ...],
@@ -123,7 +123,7 @@ def moveaxis(x: HostPtrArray, source: int | tuple[int, ...],
     >>> ha.moveaxis(ha.zeros((2, 3, 4)), 0, -1).shape
     (3, 4, 2)
     """
-    return _view(x, np.moveaxis(host(x), source, destination))
+    return _view(x, np.moveaxis(view_of(x), source, destination))
 
 
 def permute_dims(x: HostPtrArray, /, axes: tuple[int, ...]) -> HostPtrArray:
@@ -198,7 +198,7 @@ def squeeze(x: HostPtrArray, /, axis: int | tuple[int, ...]) -> HostPtrArray:
     >>> ha.squeeze(ha.zeros((1, 3, 1)), axis=(0, 2)).shape
     (3,)
     """
-    return _view(x, np.squeeze(host(x), axis=axis))
+    return _view(x, np.squeeze(view_of(x), axis=axis))
 
 
 def stack(arrays: tuple[HostPtrArray, ...] | list[HostPtrArray], /, *,
@@ -237,7 +237,7 @@ def unstack(x: HostPtrArray, /, *, axis: int = 0) -> tuple[HostPtrArray, ...]:
     >>> ha.unstack(ha.asarray([[1, 2], [3, 4]]))
     (HostPtrArray([1, 2], dtype=int64), HostPtrArray([3, 4], dtype=int64))
     """
-    a = host(x)
+    a = view_of(x)
     if a.ndim == 0:
         raise ValueError("unstack needs at least one dimension")
     return tuple(_view(x, v) for v in np.moveaxis(a, axis, 0))

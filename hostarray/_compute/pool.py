@@ -87,6 +87,7 @@ class PooledStorage(Storage):
     """A storage taken from the pool: it goes back when it dies (see the module)."""
 
     __slots__ = ("_pool_key",)
+    _pool_key: tuple[Device, int]  # (device, bytes): where it goes back
 
     def __del__(self) -> None:
         try:
@@ -124,6 +125,8 @@ def _free_refs() -> int:
 
     class _Probe:
         __slots__ = ("base", "host")
+        base: np.ndarray
+        host: np.ndarray
 
         def __del__(self) -> None:
             seen.append(_owner_refs(self.base))
