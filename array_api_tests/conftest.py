@@ -138,3 +138,6 @@ def _device_summary(terminalreporter, rows: dict[str, list[int]]) -> None:
     terminalreporter.write_line("host path only: " + (", ".join(never) or "none"))
     terminalreporter.write_line("ran kernels but acquired before the result was read: "
                                 + (", ".join(acquired) or "none"))
+    declined = [f"{n} {r[3]}/{r[0]}" for n, r in sorted(rows.items()) if r[3]]
+    terminalreporter.write_line("sent to the device but computed on the host "
+                                "(host_fallbacks): " + (", ".join(declined) or "none"))

@@ -38,7 +38,8 @@ SUITE_DEVICE = os.environ.get("HOSTARRAY_SUITE_DEVICE") or None
 # reference computes on the host.
 _NEWEST: list[Any] = [None]  # [the device] or [None]: the mode is off
 # name -> [calls, calls that ran device kernels, those that acquired before the result was
-# read]: conftest.py prints it, so a run shows what the device path really covered
+# read, calls the device path declined (host_fallbacks)]: conftest.py prints it, so a run
+# shows what the device path really covered
 DEVICE_CALLS: dict[str, list[int]] = {}
 
 # Non-const pointer: the launch records a device write of every byte, so the array's newest
@@ -101,6 +102,17 @@ def to_ha(a: Any, device: Any = None) -> Any:
     if isinstance(a, (list, tuple)):
         return type(a)(to_ha(v, device) for v in a)
     return a
+
+
+def suite_input(a: np.ndarray) -> HostPtrArray:
+    """``a`` as an input of a test that calls hostarray directly (operators, special cases):
+    a host HostPtrArray, or in device-compute mode one on the device, made device-newest."""
+    return to_ha(a, _NEWEST[0])
+
+
+def suite_device() -> Any:
+    """Where results computed from :func:`suite_input` inputs belong."""
+    return HOST if _NEWEST[0] is None else _NEWEST[0]
 
 
 def to_strict(a: Any) -> Any:
@@ -259,8 +271,10 @@ def _has_array(a: Any) -> bool:
 def _count_device_call(name: str, before: Any, after: Any) -> None:
     """Record whether the call ran on the device and acquired anything before its result
     was read (the device path acquires nothing)."""
-    row = DEVICE_CALLS.setdefault(name, [0, 0, 0])
+    row = DEVICE_CALLS.setdefault(name, [0, 0, 0, 0])
     row[0] += 1
+    if after.host_fallbacks > before.host_fallbacks:
+        row[3] += 1
     if after.device_ops > before.device_ops:
         row[1] += 1
         if after.bytes_acquired > before.bytes_acquired:
