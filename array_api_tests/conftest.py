@@ -1,9 +1,18 @@
-"""Settings of the conformance suite: hypothesis profiles, rejection report.
+"""Settings of the conformance suite: hypothesis profiles, rejection report, device-compute
+mode.
 
 The default profile keeps the whole suite to a few minutes on two cores (CI). ``--thorough``
 or ``HOSTARRAY_THOROUGH=1`` draws ten times as many examples per test. The option, the
 ``cl_device`` fixture and the ``HOSTARRAY_REQUIRE_DEVICE`` check are shared with ``tests/``
 in the repository's root ``conftest.py``.
+
+``HOSTARRAY_TEST_DEVICE_COMPUTE=1`` (with ``HOSTARRAY_LINK=copied``; read here only, never by
+the library) runs the suite as a differential test of the device compute path: the
+threshold is 0 (every size runs on the device where the placement rule allows), every input
+of a differential call goes to the OpenCL device and a no-op read-write kernel makes it
+device-newest before the tested function is called, and the results are compared with the
+reference's as always.  The summary lists how many calls of each function ran kernels and
+how many of those acquired bytes before their result was read (the device path should not).
 """
 
 from __future__ import annotations
@@ -13,9 +22,20 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+import hostarray as ha
+
+from . import helpers
+
 FAST_EXAMPLES = 20
 THOROUGH_EXAMPLES = 10 * FAST_EXAMPLES
 REJECT_SHARE = float(os.environ.get("HOSTARRAY_REJECT_SHARE", "0.5"))
+_DEVICE_COMPUTE_ENV = "HOSTARRAY_TEST_DEVICE_COMPUTE"
+_DEVICE_COMPUTE = os.environ.get(_DEVICE_COMPUTE_ENV, "") == "1"
+
+# Device-compute mode only: tests that fail because of a known device-path bug, each with the
+# bug (node id -> reason).  Keep it short and honest: an entry leaves when its bug is fixed.
+_DEVICE_COMPUTE_SKIPS: dict[str, str] = {
+}
 
 _COMMON = dict(deadline=None, derandomize=False, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -38,6 +58,36 @@ def _suite_settings(config: pytest.Config) -> settings:
                                 else "hostarray-fast")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    value = os.environ.get(_DEVICE_COMPUTE_ENV, "")
+    if value not in ("", "0", "1"):
+        raise pytest.UsageError(f"{_DEVICE_COMPUTE_ENV}={value!r}: give 1 (on) or 0 (off)")
+    if value == "1" and os.environ.get("HOSTARRAY_LINK") != "copied":
+        # on the shared link the placement rule keeps the host path (nothing to test), and
+        # only the copied link counts every byte moved
+        raise pytest.UsageError(f"{_DEVICE_COMPUTE_ENV}=1 needs HOSTARRAY_LINK=copied (got "
+                                f"HOSTARRAY_LINK={os.environ.get('HOSTARRAY_LINK', '')!r})")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _device_compute(request: pytest.FixtureRequest):
+    """Under HOSTARRAY_TEST_DEVICE_COMPUTE=1: the device path for every size, differential
+    inputs device-newest on ``cl_device``."""
+    if not _DEVICE_COMPUTE:
+        yield
+        return
+    dev = request.getfixturevalue("cl_device")
+    if dev.link != "copied":
+        pytest.fail(f"{_DEVICE_COMPUTE_ENV}=1: {dev} has link={dev.link!r}, not 'copied'")
+    old = ha.set_device_compute_threshold(0)
+    helpers.device_compute_mode(dev)
+    try:
+        yield
+    finally:
+        helpers.device_compute_mode(None)
+        ha.set_device_compute_threshold(old)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The profile applies to this suite's tests only (not loaded globally, so tests/ keeps
     # its own hypothesis settings when both run in one session).
@@ -45,6 +95,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     here = os.path.dirname(os.path.abspath(__file__))
     done: set[int] = set()
     for item in items:
+        if _DEVICE_COMPUTE and item.nodeid in _DEVICE_COMPUTE_SKIPS:
+            item.add_marker(pytest.mark.skip(reason="device compute: "
+                                             + _DEVICE_COMPUTE_SKIPS[item.nodeid]))
         fn = getattr(item, "obj", None)
         if (fn is None or not getattr(fn, "is_hypothesis_test", False) or id(fn) in done
                 or not os.path.abspath(str(item.path)).startswith(here + os.sep)):
@@ -55,16 +108,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     mode = "thorough" if _thorough(config) else "fast"
-    where = os.environ.get("HOSTARRAY_SUITE_DEVICE") or "cpu"
+    where = ("opencl, made device-newest by a kernel (device compute)" if _DEVICE_COMPUTE
+             else os.environ.get("HOSTARRAY_SUITE_DEVICE") or "cpu")
     return [f"array_api_tests: {mode} mode, {_suite_settings(config).max_examples} examples "
             f"per test, differential inputs on {where}"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    from .helpers import CALLS, REJECTED
+    from .helpers import CALLS, DEVICE_CALLS, REJECTED
+    if DEVICE_CALLS:
+        _device_summary(terminalreporter, DEVICE_CALLS)
     mostly = sorted(t for t, n in CALLS.items() if n >= 5 and REJECTED[t] > REJECT_SHARE * n)
     if mostly:
         terminalreporter.write_sep("-", f"array_api_tests: the reference rejected over "
                                         f"{REJECT_SHARE:.0%} of the inputs of")
         for t in mostly:
             terminalreporter.write_line(f"{t}: {REJECTED[t]}/{CALLS[t]} rejected")
+
+
+def _device_summary(terminalreporter, rows: dict[str, list[int]]) -> None:
+    calls = sum(r[0] for r in rows.values())
+    on_device = sum(r[1] for r in rows.values())
+    terminalreporter.write_sep("-", f"device compute: {on_device} of {calls} differential "
+                                    f"calls ran kernels")
+    ran = [f"{n} {r[1]}/{r[0]}" for n, r in sorted(rows.items()) if r[1]]
+    never = [n for n, r in sorted(rows.items()) if not r[1]]
+    acquired = [f"{n} {r[2]}/{r[1]}" for n, r in sorted(rows.items()) if r[2]]
+    terminalreporter.write_line("on the device (calls): " + (", ".join(ran) or "none"))
+    terminalreporter.write_line("host path only: " + (", ".join(never) or "none"))
+    terminalreporter.write_line("ran kernels but acquired before the result was read: "
+                                + (", ".join(acquired) or "none"))
+    declined = [f"{n} {r[3]}/{r[0]}" for n, r in sorted(rows.items()) if r[3]]
+    terminalreporter.write_line("sent to the device but computed on the host "
+                                "(host_fallbacks): " + (", ".join(declined) or "none"))

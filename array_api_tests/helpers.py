@@ -32,6 +32,47 @@ REJECTED: Counter = Counter()
 # call on that device: each result must then be on it too, with the host's values.
 SUITE_DEVICE = os.environ.get("HOSTARRAY_SUITE_DEVICE") or None
 
+# Device-compute mode (HOSTARRAY_TEST_DEVICE_COMPUTE=1, switched on by conftest.py through
+# device_compute_mode): every input goes to this OpenCL device and a kernel makes it
+# device-newest, so the namespace's device path (forced for every size) computes what the
+# reference computes on the host.
+_NEWEST: list[Any] = [None]  # [the device] or [None]: the mode is off
+# name -> [calls, calls that ran device kernels, those that acquired before the result was
+# read, calls the device path declined (host_fallbacks)]: conftest.py prints it, so a run
+# shows what the device path really covered
+DEVICE_CALLS: dict[str, list[int]] = {}
+
+# Non-const pointer: the launch records a device write of every byte, so the array's newest
+# bytes are on the device (host-stale) afterwards.  ``void *`` takes any dtype.
+_TOUCH_SRC = """__kernel void touch(__global void *p) {
+    __global uchar *b = (__global uchar *)p;
+    size_t i = get_global_id(0);
+    b[i] = b[i];
+}"""
+_touch: dict[Any, Any] = {}
+
+
+def device_compute_mode(dev: Any) -> None:
+    """Send every differential input to ``dev`` and make it device-newest (``None``: off)."""
+    _NEWEST[0] = dev
+
+
+def make_device_newest(x: HostPtrArray) -> HostPtrArray:
+    """Run a no-op read-write kernel over ``x`` (on an OpenCL device): afterwards its newest
+    bytes are on the device and the host's copy is stale."""
+    if x.size == 0:
+        return x  # nothing to write: an empty array is current everywhere
+    dev = x.device
+    prog = _touch.get(dev)
+    if prog is None:
+        prog = _touch[dev] = ha.Program(_TOUCH_SRC, device=dev)
+    prog.touch((x.size * x.dtype.itemsize,), x)
+    s = x._s
+    lo, hi = s.byte_range(x._a)
+    assert s.host_stale and not s.coh.is_host_current(lo, hi), \
+        "the touch kernel did not leave the input device-newest"
+    return x
+
 
 def _current_test() -> str:
     return os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
@@ -51,12 +92,27 @@ def strict_fn(name: str, module: Any = xps) -> Callable:
 
 
 def to_ha(a: Any, device: Any = None) -> Any:
-    """numpy arrays (also inside lists/tuples) -> HostPtrArrays with their own copy."""
+    """numpy arrays (also inside lists/tuples) -> HostPtrArrays with their own copy (made
+    device-newest on an OpenCL ``device`` in device-compute mode)."""
     if isinstance(a, np.ndarray):
-        return ha.asarray(a.copy(), device=device)
+        x = ha.asarray(a.copy(), device=device)
+        if _NEWEST[0] is not None and x.device.framework == "opencl":
+            make_device_newest(x)
+        return x
     if isinstance(a, (list, tuple)):
         return type(a)(to_ha(v, device) for v in a)
     return a
+
+
+def suite_input(a: np.ndarray) -> HostPtrArray:
+    """``a`` as an input of a test that calls hostarray directly (operators, special cases):
+    a host HostPtrArray, or in device-compute mode one on the device, made device-newest."""
+    return to_ha(a, _NEWEST[0])
+
+
+def suite_device() -> Any:
+    """Where results computed from :func:`suite_input` inputs belong."""
+    return HOST if _NEWEST[0] is None else _NEWEST[0]
 
 
 def to_strict(a: Any) -> Any:
@@ -179,10 +235,18 @@ def differential(name: str, *args: Any, _module: tuple[Any, Any] = (ha, xps),
             REJECTED[test] += 1
             reject()
     f = ha_fn(name, _module[0])
-    if _device is None and SUITE_DEVICE is not None:
-        _device = ha.device(SUITE_DEVICE)
+    if _device is None:
+        if _NEWEST[0] is not None:
+            _device = _NEWEST[0]
+        elif SUITE_DEVICE is not None:
+            _device = ha.device(SUITE_DEVICE)
+    ha_args = to_ha(args, _device)
+    ha_kwargs = {k: to_ha(v, _device) for k, v in kwargs.items()}
+    before = ha.stats()
     with np.errstate(all="ignore"):
-        got = f(*to_ha(args, _device), **{k: to_ha(v, _device) for k, v in kwargs.items()})
+        got = f(*ha_args, **ha_kwargs)
+    if _NEWEST[0] is not None:
+        _count_device_call(name, before, ha.stats())
     # results follow the inputs' device; without array inputs they go to the default device
     expected = (ha.device(_device) if _device is not None and _has_array((args, kwargs))
                 else ha.default_device())
@@ -202,3 +266,16 @@ def _has_array(a: Any) -> bool:
     if isinstance(a, (list, tuple)):
         return any(_has_array(v) for v in a)
     return False
+
+
+def _count_device_call(name: str, before: Any, after: Any) -> None:
+    """Record whether the call ran on the device and acquired anything before its result
+    was read (the device path acquires nothing)."""
+    row = DEVICE_CALLS.setdefault(name, [0, 0, 0, 0])
+    row[0] += 1
+    if after.host_fallbacks > before.host_fallbacks:
+        row[3] += 1
+    if after.device_ops > before.device_ops:
+        row[1] += 1
+        if after.bytes_acquired > before.bytes_acquired:
+            row[2] += 1

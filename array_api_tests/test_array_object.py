@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 import hostarray as ha
 
 from . import strategies as strat
-from .helpers import HOST, assert_like, assert_values, to_strict
+from .helpers import HOST, assert_like, assert_values, suite_device, suite_input, to_strict
 
 # operator -> (function name on the spec's page, input kind, result rule)
 BINARY_OPS = {
@@ -85,8 +85,8 @@ def test_binary_operator(name, data) -> None:
                                   label="x1, x2"))
     want = _strict_op(op, a, b)
     with np.errstate(all="ignore"):
-        got = op(ha.asarray(a), ha.asarray(b))
-    assert_like(got, want, msg=f"__{name}__")
+        got = op(suite_input(a), suite_input(b))
+    assert_like(got, want, msg=f"__{name}__", device=suite_device())
     if name not in ("lshift", "rshift"):  # see test_shift_operator_dtype_is_self's
         assert got.dtype == strat.promote(a.dtype, b.dtype)  # the spec's promotion table
 
@@ -114,10 +114,10 @@ def test_reflected_operator_with_python_scalar(name, data) -> None:
         s = min(abs(s), 4)
     want = _strict_op(op, s, x)
     with np.errstate(all="ignore"):
-        got = op(s, ha.asarray(x))
-        got_direct = getattr(ha.asarray(x), f"__r{name}__")(s)
-    assert_like(got, want, msg=f"__r{name}__")
-    assert_like(got_direct, want, msg=f"__r{name}__ called directly")
+        got = op(s, suite_input(x))
+        got_direct = getattr(suite_input(x), f"__r{name}__")(s)
+    assert_like(got, want, msg=f"__r{name}__", device=suite_device())
+    assert_like(got_direct, want, msg=f"__r{name}__ called directly", device=suite_device())
     assert got.dtype == dt
 
 
@@ -132,8 +132,8 @@ def test_operator_with_python_scalar(name, data) -> None:
         s = min(abs(s), 4)
     want = _strict_op(op, x, s)
     with np.errstate(all="ignore"):
-        got = op(ha.asarray(x), s)
-    assert_like(got, want, msg=f"__{name}__ with a scalar")
+        got = op(suite_input(x), s)
+    assert_like(got, want, msg=f"__{name}__ with a scalar", device=suite_device())
 
 
 @pytest.mark.parametrize("name", sorted(INPLACE))
@@ -158,13 +158,13 @@ def test_inplace_operator(name, data) -> None:
         b = data.draw(strat.arrays(d2, bshape, finite=fin))
         a, b = _safe(name, a, b)
     want = _strict_op(iop, a, b)
-    x = ha.asarray(a.copy())
+    x = suite_input(a)
     alias = x[...]  # a view of the same storage sees the in-place write
     before = id(x)
     with np.errstate(all="ignore"):
-        x = iop(x, ha.asarray(b))
+        x = iop(x, suite_input(b))
     assert id(x) == before, f"__i{name}__ must return the same array"
-    assert_like(x, want, msg=f"__i{name}__")
+    assert_like(x, want, msg=f"__i{name}__", device=suite_device())
     assert_values(np.asarray(alias), np.asarray(want), msg=f"__i{name}__ through a view")
 
 
@@ -173,11 +173,12 @@ def test_inplace_operator(name, data) -> None:
 def test_comparison_operator(name, data) -> None:
     op, kind = COMPARISONS[name]
     a, b = data.draw(strat.binary_arrays(kind), label="x1, x2")
-    got = op(ha.asarray(a), ha.asarray(b))
-    assert_like(got, _strict_op(op, a, b), msg=f"__{name}__")
+    got = op(suite_input(a), suite_input(b))
+    assert_like(got, _strict_op(op, a, b), msg=f"__{name}__", device=suite_device())
     assert got.dtype == ha.bool
     s = data.draw(strat.python_scalars(a.dtype), label="scalar")
-    assert_like(op(ha.asarray(a), s), _strict_op(op, a, s), msg=f"__{name}__ scalar")
+    assert_like(op(suite_input(a), s), _strict_op(op, a, s), msg=f"__{name}__ scalar",
+                device=suite_device())
 
 
 @pytest.mark.parametrize("op,kind", [(operator.abs, "numeric"), (operator.neg, "numeric"),
@@ -187,9 +188,9 @@ def test_comparison_operator(name, data) -> None:
 def test_unary_operator(op, kind, data) -> None:
     x = data.draw(strat.arrays(strat.dtypes(kind)), label="x")
     with np.errstate(all="ignore"):
-        got = op(ha.asarray(x))
+        got = op(suite_input(x))
         want = op(to_strict(x))
-    assert_like(got, want, msg=op.__name__)
+    assert_like(got, want, msg=op.__name__, device=suite_device())
 
 
 @given(data=st.data())
@@ -198,8 +199,8 @@ def test_matmul_operator(data) -> None:
     n, k, m = (data.draw(st.integers(1, 3)) for _ in range(3))
     a = data.draw(strat.arrays(dt, (n, k), finite=True, min_value=-9, max_value=9))
     b = data.draw(strat.arrays(dt, (k, m), finite=True, min_value=-9, max_value=9))
-    assert_like(ha.asarray(a) @ ha.asarray(b), to_strict(a) @ to_strict(b),
-                rtol=1e-4 if dt in (np.float32, np.complex64) else 1e-12)
+    assert_like(suite_input(a) @ suite_input(b), to_strict(a) @ to_strict(b),
+                rtol=1e-4 if dt in (np.float32, np.complex64) else 1e-12, device=suite_device())
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "truediv", "pow", "matmul"])
@@ -207,9 +208,9 @@ def test_reflected_called_with_an_array(name) -> None:
     # x2.__r<op>__(x1) computes x1 <op> x2 also when x1 is an array (a direct call)
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
     b = np.array([[0.5, 1.0], [2.0, 3.0]])
-    got = getattr(ha.asarray(b), f"__r{name}__")(ha.asarray(a))
+    got = getattr(suite_input(b), f"__r{name}__")(suite_input(a))
     want = getattr(operator, name)(to_strict(a), to_strict(b))
-    assert_like(got, want, msg=f"__r{name}__")
+    assert_like(got, want, msg=f"__r{name}__", device=suite_device())
 
 
 def test_numpy_on_the_left_defers_to_hostarray() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 import hostarray as ha
 
-from .helpers import ha_fn
+from .helpers import ha_fn, suite_input
 
 INF = math.inf
 NAN = math.nan
@@ -319,7 +319,7 @@ def _ids(cases: dict) -> list:
 def test_unary_special_case(name: str, x: float, want: object, dtype: str) -> None:
     f = ha_fn(name)
     with np.errstate(all="ignore"):
-        r = f(ha.asarray(np.array([x], dtype=dtype)))
+        r = f(suite_input(np.array([x], dtype=dtype)))
     assert r.dtype == (np.dtype(bool) if isinstance(want, bool) else np.dtype(dtype))
     check_real(float(_scalar_result(r)), want, np.dtype(dtype), f"{name}({x!r}) [{dtype}]")
 
@@ -330,7 +330,7 @@ def test_binary_special_case(name: str, args: tuple[float, float], want: object,
                              dtype: str) -> None:
     f = ha_fn(name)
     # np.array keeps a NaN's sign bit (copysign cases)
-    x1, x2 = (ha.asarray(np.array([v], dtype=dtype)) for v in args)
+    x1, x2 = (suite_input(np.array([v], dtype=dtype)) for v in args)
     with np.errstate(all="ignore"):
         r = f(x1, x2)
     assert r.dtype == (np.dtype(bool) if isinstance(want, bool) else np.dtype(dtype))
@@ -341,7 +341,7 @@ def test_binary_special_case(name: str, args: tuple[float, float], want: object,
                          [p for p in _ids(BINARY_CASES) if p.values[0] in OPERATORS])
 def test_operator_special_case(name: str, args: tuple[float, float], want: object) -> None:
     # the operators follow their functions' special cases (array object page)
-    x1, x2 = (ha.asarray(np.array([v])) for v in args)
+    x1, x2 = (suite_input(np.array([v])) for v in args)
     with np.errstate(all="ignore"):
         r = OPERATORS[name](x1, x2)
     check_real(float(_scalar_result(r)), want, np.dtype("float64"), f"{name} operator{args!r}")
@@ -357,7 +357,7 @@ def test_operator_special_case(name: str, args: tuple[float, float], want: objec
 def test_complex_special_case(name: str, z: complex, want: tuple, dtype: str) -> None:
     f = ha_fn(name)
     with np.errstate(all="ignore"):
-        r = f(ha.asarray(np.array([z], dtype=dtype)))
+        r = f(suite_input(np.array([z], dtype=dtype)))
     real_dt = np.dtype(f"float{np.dtype(dtype).itemsize * 4}")
     if not isinstance(want, tuple):  # a real or boolean result (abs, isnan, ...)
         assert r.dtype == (np.dtype(bool) if isinstance(want, bool) else real_dt)
@@ -374,7 +374,7 @@ def test_complex_special_case(name: str, z: complex, want: tuple, dtype: str) ->
 def test_clip_special_cases(x, lo, hi) -> None:
     # 2024.12: NaN in x, min or max gives NaN
     clip = ha_fn("clip")
-    r = float(clip(ha.asarray(np.array([x])), min=lo, max=hi)[0])
+    r = float(clip(suite_input(np.array([x])), min=lo, max=hi)[0])
     if any(v is not None and math.isnan(v) for v in (x, lo, hi)):
         assert math.isnan(r)
     else:

@@ -25,3 +25,12 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 def test_readme_first_command_installs_then_runs_the_demo() -> None:
     assert "./scripts/install.sh && hostarray demo" in _readme_commands()
     assert (ROOT / "scripts" / "install.sh").stat().st_mode & 0o111
+
+
+def test_the_readme_runs_the_suite_on_the_device_compute_path() -> None:
+    # the conformance suite once more with its inputs device-newest (array_api_tests'
+    # conftest: HOSTARRAY_TEST_DEVICE_COMPUTE=1), on the copied link it requires
+    test_cmd = next(c for c in _readme_commands() if "pytest" in c)
+    runs = test_cmd.split(" && ")
+    assert ("HOSTARRAY_LINK=copied HOSTARRAY_TEST_DEVICE_COMPUTE=1 python3 -m pytest -q "
+            "array_api_tests") in runs

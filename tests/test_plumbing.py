@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import hostarray as ha
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ("tests", "array_api_tests")
@@ -142,3 +145,26 @@ def test_thorough_reaches_every_suite(how: tuple[str, ...]) -> None:
                 "array_api_tests/test_info.py", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "array_api_tests: thorough mode" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("env,why", [
+    ({"HOSTARRAY_TEST_DEVICE_COMPUTE": "1", "HOSTARRAY_LINK": "shared"},
+     "HOSTARRAY_TEST_DEVICE_COMPUTE=1 needs HOSTARRAY_LINK=copied"),
+    ({"HOSTARRAY_TEST_DEVICE_COMPUTE": "yes", "HOSTARRAY_LINK": "copied"},
+     "HOSTARRAY_TEST_DEVICE_COMPUTE='yes': give 1 (on) or 0 (off)")])
+def test_device_compute_mode_refuses_a_wrong_setting(env: dict[str, str], why: str) -> None:
+    r = _pytest("--collect-only", "-q", "array_api_tests/test_info.py", env=env)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert why in r.stdout + r.stderr
+
+
+@pytest.mark.device
+def test_device_compute_mode_runs_the_suite_as_kernels(cl_device: ha.Device) -> None:
+    r = _pytest("-q", "array_api_tests/test_elementwise.py", "-k",
+                "test_unary and (exp or sqrt) or test_binary and add",
+                env={"HOSTARRAY_TEST_DEVICE_COMPUTE": "1", "HOSTARRAY_LINK": "copied"})
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    ran = re.search(r"device compute: (\d+) of (\d+) differential calls ran kernels", out)
+    assert ran and int(ran.group(1)) > 0, out
+    assert "ran kernels but acquired before the result was read: none" in out
