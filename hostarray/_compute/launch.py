@@ -11,6 +11,7 @@ it the written bytes are device-newest and the launch is recorded.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -104,17 +105,22 @@ _BY_C = {c: dt for dt, c in _C.items() if dt.kind != "b"}
 _BY_C.update({"size_t": np.dtype(np.uint64), "ptrdiff_t": np.dtype(np.int64)})
 
 
-def _argument_dtypes(source: str, name: str) -> list[Any]:
+def _argument_dtypes(source: str, name: str) -> list[Any] | None:
     """Per argument of kernel ``name`` in ``source``: the numpy type of a scalar,
-    ``None`` for a pointer (``__global``/``__local``)."""
-    head = source.split(f"__kernel void {name}(", 1)[1].split(")", 1)[0]
+    ``None`` for a pointer (``__global``/``__local``); ``None`` where the signature
+    is not one this reads (a macro for a type): then pyopencl converts each value."""
+    m = re.search(rf"\bvoid\s+{name}\s*\(([^)]*)\)", source)
+    if m is None:
+        return None
     out: list[Any] = []
-    for param in head.split(","):
+    for param in m.group(1).split(","):
         words = param.replace("*", " * ").split()
         if "*" in words or "__local" in words or "__global" in words:
             out.append(None)
-        else:
+        elif len(words) >= 2 and words[-2] in _BY_C:
             out.append(_BY_C[words[-2]])  # "const long n": the type before the name
+        else:
+            return None
     return out
 
 
@@ -135,7 +141,9 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
             knl = getattr(prg, name)
             # scalars declared: pyopencl packs them directly instead of trying one
             # conversion after another (70 us per launch for seven arguments on PoCL)
-            knl.set_scalar_arg_dtypes(_argument_dtypes(source, name))
+            dtypes = _argument_dtypes(source, name)
+            if dtypes is not None:
+                knl.set_scalar_arg_dtypes(dtypes)
             COUNTERS.add(kernels_compiled=1, compile_seconds=time.perf_counter() - t0)
             hit = _programs[key] = (knl, threading.Lock())
     return hit
