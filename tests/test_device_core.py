@@ -94,3 +94,15 @@ def test_functions_that_return_views_read_nothing(copied: ha.Device) -> None:
             *a, a.T, a, a]
     for v, w in zip(views, want, strict=True):
         np.testing.assert_array_equal(np.asarray(v), w)
+
+
+def test_a_scalar_before_an_array_operand(copied: ha.Device) -> None:
+    """Reflected operators put the Python scalar first: each array operand keeps its own
+    layout in the launch (a broadcast one and a strided one here)."""
+    x = device_newest(copied, np.arange(12, dtype=np.float32).reshape(3, 4))
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    np.testing.assert_array_equal(np.asarray(10 - x), 10 - a)
+    np.testing.assert_array_equal(np.asarray(ha.subtract(2.5, x[:, ::2])), 2.5 - a[:, ::2])
+    np.testing.assert_array_equal(np.asarray(ha.where(x > 5, 1.0, x[0])),
+                                  np.where(a > 5, 1.0, a[0]))
+    assert ha.stats().device_ops >= 3

@@ -380,7 +380,8 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         _PLANS[key] = plan
     call: list[Any] = [plan.n]
     sts, ext = plan.strides, plan.extents
-    for j, x in enumerate((out, *operands)):
+    j = 0  # the plan's layouts: the output's, then each array operand's (not the scalars')
+    for x in (out, *operands):
         if j and type(x) is not HPA:
             call.append(x)
             continue
@@ -392,6 +393,7 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
             call += [*sts[0], *plan.dims]
         elif j:
             call += sts[j]
+        j += 1
     enqueue(dev, plan.kernel, name, plan.n, call)
     COUNTERS.add(device_ops=1)
     return out
