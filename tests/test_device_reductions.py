@@ -10,6 +10,7 @@ and one test asserts that the device path stays off there.
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.device
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
           np.uint64, np.float32, np.float64]
-SETTINGS = settings(max_examples=25, deadline=None,
+# HOSTARRAY_THOROUGH=1 (--thorough's variable): 10x the examples
+SETTINGS = settings(max_examples=250 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 25,
+                    deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 _TOUCH: dict[tuple[ha.Device, str], Any] = {}

@@ -226,6 +226,13 @@ def _pooled(dev: Device, dt: np.dtype, shape: tuple[int, ...]) -> HostPtrArray:
     return _new(s.base[:nbytes].view(dt).reshape(shape), s, dev)
 
 
+def _temporary(t: HostPtrArray, dev: Device, mode: str) -> ArrayArg:
+    """A pooled array's kernel argument (always one: whole elements, a buffer on ``dev``)."""
+    v = array_arg(t, dev, mode)
+    assert v is not None
+    return v
+
+
 class Operand:
     """An input of a reduction: its kernel argument, its element strides over the kept
     axes (the result's order) and over the reduced axes."""
@@ -267,8 +274,7 @@ def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
              idx, ti, False)
     # pass 2: the partials, (n, parts) contiguous, one group per result
     spec2 = Spec(spec.op, spec.acc, spec.acc, spec.out, "a", spec.epilogue, False, spec.q)
-    tva = array_arg(tv, dev, "r")
-    assert tva is not None  # a pooled temporary is always a kernel argument
+    tva = _temporary(tv, dev, "r")
     p2 = [Operand(tva, spec.acc, (parts,), (1,))]
     kd2, ksts2 = _layout((n,), [p2[0].kept])
     rd2, rsts2 = _layout((parts,), [p2[0].red])
@@ -289,16 +295,16 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
     kernel = compiled(dev, src, "red")
     n, m = math.prod(kd), math.prod(rd)
     if o is None:
-        o = array_arg(out, dev, "w")
+        o = _temporary(out, dev, "w")
     call: list[Any] = [_I64(n), _I64(m), o, _I64(o.offset)]
     if idx_out is not None:
-        call.append(array_arg(idx_out, dev, "w"))
+        call.append(_temporary(idx_out, dev, "w"))
     for op, ks, rs in zip(ops, ksts, rsts):
         call += [op.arg, _I64(op.arg.offset)] + [_I64(v) for v in ks] + [_I64(v) for v in rs]
     call += [_I64(v) for v in kd] + [_I64(v) for v in rd]
     if idx_in is not None:
-        call.append(array_arg(idx_in, dev, "r"))
-    if spec.mu:
+        call.append(_temporary(idx_in, dev, "r"))
+    if mu is not None:
         call += [mu, _I64(mu.offset)]
     if spec.q is not None:
         call.append(spec.q.type(q))
@@ -425,7 +431,8 @@ def _vecdot(dev: Device, x1: Any, x2: Any, axis: Any) -> HostPtrArray | None:
     a1, a2 = x1._a, x2._a
     if a1.size == 0 or a2.size == 0 or a1.ndim == 0 or a2.ndim == 0:
         return None
-    rt = _probe(lambda p, r: np.vecdot(p, r, axis=axis), (a1.dtype, a1.ndim),
+    rt = _probe(lambda p, r: np.vecdot(p, r, axis=axis),  # type: ignore[call-overload]
+                (a1.dtype, a1.ndim),
                 (a2.dtype, a2.ndim))
     if rt is None or not all(supports(dev, d) for d in (rt, a1.dtype, a2.dtype)):
         return None
@@ -501,7 +508,7 @@ def reduction(name: str, dev: Device, operands: tuple[Any, ...], **kw: Any
     ``vector_norm``) of ``operands`` on ``dev`` with the function's keyword arguments,
     or ``None``: the host path must compute it (counted as a host fallback)."""
     if name == "vecdot":
-        r = _vecdot(dev, *operands, kw.get("axis", -1))
+        r = _vecdot(dev, operands[0], operands[1], kw.get("axis", -1))
     elif name == "vector_norm":
         r = _norm(dev, operands[0], kw.get("axis"), kw.get("keepdims", False),
                   kw.get("ord", 2))
