@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 import hostarray as ha
 from hostarray._compute.launch import c_type
 
-pytestmark = pytest.mark.device
+# numpy warns computing the expected values of data with NaN and infinities
+pytestmark = [pytest.mark.device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
           np.uint64, np.float32, np.float64]
