@@ -166,8 +166,10 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
     if mode == "seq":
         body += ["    const long g = get_global_id(0);", "    if (g >= nout) return;"]
     else:
-        body += [f"    __local A lv[{GROUP}];", f"    __local long li[{GROUP}];",
-                 "    const long grp = get_group_id(0);", "    const int l = get_local_id(0);",
+        body.append(f"    __local A lv[{GROUP}];")
+        if arg:
+            body.append(f"    __local long li[{GROUP}];")
+        body += ["    const long grp = get_group_id(0);", "    const int l = get_local_id(0);",
                  "    const long g = grp / P, p = grp % P;"]
     body += ["    long r = g, c;"] + [f"    long {v}_b = {v}_off;" for v in names]
     for j in reversed(range(nk)):
@@ -197,11 +199,14 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
              f"        const long bi = {'pidx[a_i]' if idx_in else 'k'};",
              "        COMBINE(av, ai, bv, bi);", "    }"]
     if mode != "seq":
-        body += ["    lv[l] = av; li[l] = ai;", "    barrier(CLK_LOCAL_MEM_FENCE);",
+        # a tree in local memory (the index travels only for the arg-extrema)
+        put = "lv[l] = av; li[l] = ai;" if arg else "lv[l] = av;"
+        get = "const long bi = li[l + s];" if arg else "const long bi = 0;"
+        body += [f"    {put}", "    barrier(CLK_LOCAL_MEM_FENCE);",
                  f"    for (int s = {GROUP // 2}; s > 0; s >>= 1) {{",
                  "        if (l < s) {",
-                 "            const A bv = lv[l + s]; const long bi = li[l + s];",
-                 "            COMBINE(av, ai, bv, bi);", "            lv[l] = av; li[l] = ai;",
+                 f"            const A bv = lv[l + s]; {get}",
+                 "            COMBINE(av, ai, bv, bi);", f"            {put}",
                  "        }", "        barrier(CLK_LOCAL_MEM_FENCE);", "    }",
                  "    if (l != 0) return;"]
     if final:
