@@ -380,6 +380,20 @@ def test_scalar_result_acquired_when_read(dev: ha.Device) -> None:
     assert float(m) == float(a.reshape(512, 512).sum(axis=1).max())
 
 
+def test_vecdot_publishes_small_host_operand(dev: ha.Device) -> None:
+    if not on_device(dev):
+        pytest.skip("the device path runs on a mapped or copied link (HOSTARRAY_LINK=copied)")
+    a = np.random.default_rng(6).random((4096, 64))
+    b = np.random.default_rng(7).random(64)
+    x = device_newest(a, dev)
+    y = ha.asarray(b, device=dev, copy=True)   # host-newest, small: published, not acquired
+    ha.reset_stats()
+    r = ha.vecdot(x, y)
+    s = ha.stats()
+    assert s.device_ops == 1 and s.bytes_acquired == 0 and s.bytes_published == b.nbytes, s
+    check(r, np.vecdot(a, b), 64.0)
+
+
 def test_shared_link_keeps_host_path(cl_device: ha.Device) -> None:
     if cl_device.link != "shared":
         pytest.skip("checks the default shared link (run without HOSTARRAY_LINK)")
