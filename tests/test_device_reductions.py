@@ -339,6 +339,19 @@ def test_argmax_ties_across_partials(dev: ha.Device) -> None:
     assert ha.stats().device_ops == (3 if on_device(dev) else 0)
 
 
+def test_signed_zeros(dev: ha.Device) -> None:
+    a = np.full((3, 40), -0.0)
+    x = device_newest(a, dev)
+    ha.reset_stats()
+    for r, e in [(ha.cumulative_sum(x, axis=1), np.cumulative_sum(a, axis=1)),
+                 (ha.cumulative_sum(x, axis=0, include_initial=True),
+                  np.cumulative_sum(a, axis=0, include_initial=True)),
+                 (ha.sum(x, axis=1), a.sum(axis=1)), (ha.sum(x), a.sum())]:
+        check(r, e)
+        np.testing.assert_array_equal(np.signbit(np.asarray(r)), np.signbit(e))
+    assert ha.stats().device_ops == (4 if on_device(dev) else 0)
+
+
 # -- transfers and counters -----------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["sum", "prod", "max", "mean", "std", "argmax", "any",

@@ -541,7 +541,9 @@ def _scan_source(op: str, acc: np.dtype, src: np.dtype, nk: int, initial: bool) 
         body.append("    out[o_i] = av; o_i += o_sa;")
     load = _convert("pa[a_i + k * a_sa]", s_t, a_t, acc.kind == "b" and src.kind != "b")
     body += ["    for (long k = 0; k < m; k++) {", f"        const A bv = {load};",
-             "        COMBINE(av, 0, bv, 0);", "        out[o_i + k * o_sa] = av;", "    }"]
+             # numpy starts from the first element (a sum of -0.0 stays -0.0)
+             "        if (k == 0) av = bv; else { COMBINE(av, 0, bv, 0); }",
+             "        out[o_i + k * o_sa] = av;", "    }"]
     return (_prelude(acc, [s_t]) + _combine(op, acc) + "__kernel void scan("
             + ", ".join(params) + ") {\n" + "\n".join(body) + "\n}\n")
 
