@@ -12,6 +12,7 @@ import numpy as np
 
 from ._api._common import dev_of, device_of, host, result
 from ._api.linalg_main import matmul, matrix_transpose, tensordot, vecdot
+from ._api.statistical import device_reduction
 from ._array import HostPtrArray
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
@@ -358,6 +359,10 @@ def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None
     >>> ha.linalg.vector_norm(ha.asarray([3.0, 4.0]))
     HostPtrArray(5., dtype=float64)
     """
+    if type(x) is HostPtrArray and x._s.host_stale:
+        r = device_reduction("vector_norm", (x,), axis=axis, keepdims=keepdims, ord=ord)
+        if r is not None:
+            return r
     a = _float(host(x))
     r = npl.vector_norm(a, axis=axis, keepdims=keepdims, ord=ord)  # type: ignore[arg-type]
     real = np.finfo(a.dtype).dtype  # the norm of a complex array is real, same precision

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._array import HostPtrArray, _view
 from ._common import device_of, host, result, view_of
+from .statistical import device_reduction
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 
@@ -83,6 +84,11 @@ def vecdot(x1: HostPtrArray, x2: HostPtrArray, /, *, axis: int = -1) -> HostPtrA
     >>> ha.vecdot(ha.asarray([1, 2, 3]), ha.asarray([4, 5, 6]))
     HostPtrArray(32, dtype=int64)
     """
+    if (type(x1) is HostPtrArray and x1._s.host_stale) or \
+            (type(x2) is HostPtrArray and x2._s.host_stale):
+        r = device_reduction("vecdot", (x1, x2), axis=axis)
+        if r is not None:
+            return r
     dev = device_of(x1, x2)
     # numpy's stubs omit the gufunc's axis keyword
     return result(np.vecdot(host(x1), host(x2), axis=axis), dev)  # type: ignore[call-overload]

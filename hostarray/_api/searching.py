@@ -8,6 +8,7 @@ import numpy as np
 
 from .._array import HostPtrArray
 from ._common import as_host, dev_of, device_of, host, result
+from .statistical import device_reduction
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 
@@ -22,6 +23,10 @@ def argmax(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmax(ha.asarray([1, 5, 5]))
     HostPtrArray(1, dtype=int64)
     """
+    if type(x) is HostPtrArray and x._s.host_stale:
+        r = device_reduction("argmax", (x,), axis=axis, keepdims=keepdims)
+        if r is not None:
+            return r
     return result(host(x).argmax(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
                   dev_of(x))
 
@@ -36,6 +41,10 @@ def argmin(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmin(ha.asarray([3, 1, 1]))
     HostPtrArray(1, dtype=int64)
     """
+    if type(x) is HostPtrArray and x._s.host_stale:
+        r = device_reduction("argmin", (x,), axis=axis, keepdims=keepdims)
+        if r is not None:
+            return r
     return result(host(x).argmin(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
                   dev_of(x))
 

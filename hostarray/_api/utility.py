@@ -6,6 +6,7 @@ import numpy as np
 
 from .._array import HostPtrArray
 from ._common import dev_of, device_of, host, result
+from .statistical import device_reduction
 
 __all__ = ["all", "any", "diff"]
 
@@ -20,6 +21,10 @@ def all(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.all(ha.asarray([1, 0, 2]))
     HostPtrArray(False, dtype=bool)
     """
+    if type(x) is HostPtrArray and x._s.host_stale:
+        r = device_reduction("all", (x,), axis=axis, keepdims=keepdims)
+        if r is not None:
+            return r
     return result(host(x).all(axis=axis, keepdims=keepdims), dev_of(x))
 
 
@@ -33,6 +38,10 @@ def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.any(ha.asarray([0, 0, 2]))
     HostPtrArray(True, dtype=bool)
     """
+    if type(x) is HostPtrArray and x._s.host_stale:
+        r = device_reduction("any", (x,), axis=axis, keepdims=keepdims)
+        if r is not None:
+            return r
     return result(host(x).any(axis=axis, keepdims=keepdims), dev_of(x))
 
 
