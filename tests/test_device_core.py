@@ -106,3 +106,17 @@ def test_a_scalar_before_an_array_operand(copied: ha.Device) -> None:
     np.testing.assert_array_equal(np.asarray(ha.where(x > 5, 1.0, x[0])),
                                   np.where(a > 5, 1.0, a[0]))
     assert ha.stats().device_ops >= 3
+
+
+def test_three_strided_operands(copied: ha.Device) -> None:
+    """A three-operand kernel over strided views (the index temporaries must not take
+    an operand's name)."""
+    from hostarray._compute.elementwise import run
+
+    x = device_newest(copied, np.arange(24, dtype=np.float32).reshape(4, 6))
+    a = np.arange(24, dtype=np.float32).reshape(4, 6) + 1
+    f32 = np.dtype(np.float32)
+    r = run(copied, "fma", "a * b + c", [x[:, ::2], x[:, 1::2], x[::-1, ::2]],
+            f32, f32, (4, 3))
+    assert r is not None
+    np.testing.assert_array_equal(np.asarray(r), a[:, ::2] * a[:, 1::2] + a[::-1, ::2])

@@ -264,11 +264,11 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         store = "out[o_off + i]"
     else:
         arrays = ["o"] + [names[j] for j, (k, _) in enumerate(kinds) if k == "array"]
-        body.append("    long r = i, c;")
+        body.append("    long rest_ = i, ix_;")  # not r or c: operand c is a name
         body += [f"    long {v}_i = {v}_off;" for v in arrays]
         for k in reversed(range(ndim)):
-            body.append(f"    c = r % d{k}; r /= d{k};")
-            body += [f"    {v}_i += c * {v}_s{k};" for v in arrays]
+            body.append(f"    ix_ = rest_ % d{k}; rest_ /= d{k};")
+            body += [f"    {v}_i += ix_ * {v}_s{k};" for v in arrays]
         store = "out[o_i]"
     e = expr.replace("BITS", str(bits))
     helpers = []
