@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, adopt, aligned_copy, aligned_zeros, wrap
+from .._compute import device_compute_threshold
 from .._devices import Device
 from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
 from ._common import dev_of, device_of, host
+from .data_types import device_astype
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
@@ -79,6 +81,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             return obj if dev == obj._device else obj.to_device(dev)
         if copy is False:
             raise ValueError(f"converting {obj.dtype} to {dt} needs a copy; pass copy=None")
+        if dev is obj._device and obj._s.host_stale:
+            # the copy (or conversion) made where the newest data is: nothing acquired
+            r = device_astype(obj, obj.dtype if dt is None else dt)
+            if r is not None:
+                return r
         src = obj._host()
         return wrap(aligned_copy(src if dt is None else src.astype(dt)), dev)
     dev = _result_device(device)
@@ -162,8 +169,12 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     (2, 3)
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    a = _aligned(_shape(shape), dt)
-    return _new(a, Storage(a), _result_device(device))
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev)
+    if r is not None:
+        return r
+    a = _aligned(shp, dt)
+    return _new(a, Storage(a), dev)
 
 
 def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
@@ -177,9 +188,37 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     [0. 0. 0.]
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    shp = _shape(shape)
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev, 0)
+    if r is not None:
+        return r
     a = _allocate(shp, dt, lambda: aligned_zeros(shp, dt))
-    return _new(a, Storage(a), _result_device(device))
+    return _new(a, Storage(a), dev)
+
+
+def _device_fill(shape: tuple[int, ...], dt: np.dtype, dev: Device, *value: Any
+                 ) -> HostPtrArray | None:
+    """A new array filled with ``value`` (uninitialised without) on ``dev`` by a kernel,
+    or ``None``: the host allocates it (a host device, a shared link, below the device
+    compute threshold, or a type the device lacks).
+
+    Why on the device: an array created with ``device=`` a mapped or copied device is
+    made to be used there.  Filled by the host, its first kernel would publish every
+    byte; filled by the device, nothing moves until the host looks (and then it moves
+    once, as the publish would have).  A host write of the whole array moves nothing
+    either way (its old contents are dead)."""
+    if dev.framework != "opencl":
+        return None
+    limit = device_compute_threshold()
+    if limit is None or math.prod(shape) * dt.itemsize < limit:
+        return None
+    from .._compute.misc import fill, fill_device  # imports pyopencl: only for a device
+
+    if not fill_device(dev, math.prod(shape) * dt.itemsize):
+        return None
+    if value and isinstance(value[0], HostPtrArray) and value[0]._device is not dev:
+        value = (_fill_value(value[0]),)  # another device's scalar: its value, as on the host
+    return fill(dev, shape, dt, *value)
 
 
 
@@ -224,9 +263,13 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     HostPtrArray([7, 7], dtype=int64)
     """
     dt = _scalar_dtype(fill_value) if dtype is None else _given_dtype(dtype)
-    a = _aligned(_shape(shape), dt)
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev, fill_value)
+    if r is not None:
+        return r
+    a = _aligned(shp, dt)
     a.fill(_fill_value(fill_value))
-    return _new(a, Storage(a), _result_device(device))
+    return _new(a, Storage(a), dev)
 
 
 def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
