@@ -110,6 +110,27 @@ def _operands(values: tuple[Any, ...], dt: np.dtype, dev: Device) -> list[Any] |
     return out
 
 
+def _three(ops: list[Any], shape: tuple[int, ...], dev: Device) -> list[Any] | None:
+    """``ops`` ready for a three-operand :func:`run`.
+
+    Works around a name clash in ``elementwise._source``: its strided form declares an
+    index temporary ``c``, the name of a third operand, so such a kernel fails to build.
+    The contiguous form has no temporary; every array operand that would need strides is
+    first copied (on the device) to a C-ordered array of the full ``shape``."""
+    if len(ops) < 3:
+        return ops
+    out = []
+    for v in ops:
+        if type(v) is HPA and v._a.size != 1 and not (v._a.shape == shape
+                                                        and v._a.flags.c_contiguous):
+            dt = v._a.dtype
+            v = run(dev, "broadcast", "a", [v], dt, dt, shape)
+            if v is None:
+                return None
+        out.append(v)
+    return out
+
+
 def where(condition: HostPtrArray, x1: Any, x2: Any, dev: Device) -> HostPtrArray | None:
     """``where(condition, x1, x2)`` on ``dev`` (numpy's result type), or ``None``."""
     return _fallback(_where(condition, x1, x2, dev))
@@ -129,7 +150,10 @@ def _where(condition: HostPtrArray, x1: Any, x2: Any, dev: Device) -> HostPtrArr
         return None
     ops = _operands((condition, x1, x2), dt, dev)
     shape = _shape((condition, x1, x2))
-    if ops is None or shape is None:
+    if ops is None or shape is None or math.prod(shape) == 0:
+        return None
+    ops = _three(ops, shape, dev)
+    if ops is None:
         return None
     return run(dev, "where", "(a != 0) ? b : c", ops, dt, dt, shape)
 
@@ -166,7 +190,10 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
     values = (x,) + tuple(v for v in (lo, hi) if v is not None)
     ops = _operands(values, dt, dev)
     shape = _shape(values)
-    if ops is None or shape is None:
+    if ops is None or shape is None or math.prod(shape) == 0:
+        return None
+    ops = _three(ops, shape, dev)
+    if ops is None:
         return None
     kind = dt.kind
     if lo is None:
@@ -286,6 +313,13 @@ def _overlap(x: HostPtrArray, y: HostPtrArray) -> bool:
     return lo1 < hi2 and lo2 < hi1
 
 
+def _element(key: Any, ndim: int) -> bool:
+    """Whether the basic ``key`` names one element (an integer per axis: numpy's scalar
+    assignment, which takes no array)."""
+    parts = key if type(key) is tuple else (key,)
+    return len(parts) == ndim and all(type(k) is int for k in parts)
+
+
 def _basic(key: Any) -> bool:
     return type(key) in _BASIC or (type(key) is tuple and all(type(k) in _BASIC for k in key))
 
@@ -304,8 +338,8 @@ def setitem(x: HostPtrArray, key: Any, value: Any) -> bool:
         return False
     big = x._a.nbytes
     if type(value) is HPA:
-        if value._device is not dev:
-            return False
+        if value._device is not dev or (value._a.ndim and _element(key, x._a.ndim)):
+            return False  # numpy refuses an array (even of one element) for one element
         big = max(big, value._a.nbytes)
     elif not (type(value) in _SCALARS or (isinstance(value, np.generic)
                                            and value.dtype.kind in "biuf")):
