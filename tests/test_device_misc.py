@@ -155,7 +155,8 @@ def test_float_to_int_keeps_the_devices_answer_for_undefined_values(dev: ha.Devi
     a = np.asarray([np.nan, np.inf, -np.inf, 1e30, 2.9, -2.9, 0.0], np.float32)
     x = device_newest(a, dev)
     ha.reset_stats()
-    r = ha.astype(x, ha.int32)
+    with np.errstate(invalid="ignore"):  # the host's cast (shared link) warns
+        r = ha.astype(x, ha.int32)
     expect_device(dev)
     r = np.asarray(r)
     assert r.dtype == np.int32 and list(r[4:]) == [2, -2, 0]
