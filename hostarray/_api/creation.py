@@ -62,7 +62,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     A numpy array is reused without a copy on the host, and on a device when
     its memory meets the device's alignment; otherwise it is copied into
     page-aligned storage.  ``copy=True`` always copies, ``copy=False`` never
-    does (``ValueError`` if sharing is impossible).
+    does (``ValueError`` if sharing is impossible).  A copy or conversion of a
+    HostPtrArray whose newest data is on a mapped or copied device is made by that
+    device (nothing acquired; the copy's newest data stays there).
 
     Examples
     --------
@@ -162,6 +164,10 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
           device: Any = None) -> HostPtrArray:
     """An uninitialised array in page-aligned storage.
 
+    On a mapped or copied device (``device=``, at least the device compute threshold)
+    the array is marked newest on the device, with no byte moved: a kernel that fills it
+    publishes no garbage, and a host write of all of it acquires none.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -180,6 +186,11 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
 def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
           device: Any = None) -> HostPtrArray:
     """An array of zeros in page-aligned storage.
+
+    On a mapped or copied device (``device=``, at least the device compute threshold)
+    the device fills it and its newest data stays there: an array created on a device is
+    meant for kernels there, which then find it with nothing published; the host
+    acquires it only if it reads it (one transfer either way, never two).
 
     Examples
     --------
@@ -256,6 +267,8 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     """An array of ``fill_value`` in page-aligned storage; the data type defaults to
     the scalar's kind (bool, int64, float64 or complex128).
 
+    Filled by the device on a mapped or copied ``device`` (as :func:`zeros`, and why).
+
     Examples
     --------
     >>> import hostarray as ha
@@ -274,7 +287,8 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
 
 def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
          device: Any = None) -> HostPtrArray:
-    """An array of ones in page-aligned storage.
+    """An array of ones in page-aligned storage (filled by a mapped or copied ``device``,
+    as :func:`zeros`).
 
     Examples
     --------
@@ -287,6 +301,9 @@ def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
 
 def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """An uninitialised array with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`empty`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------
@@ -301,6 +318,9 @@ def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
 def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """Zeros with ``x``'s shape (and data type, device unless given).
 
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -313,6 +333,9 @@ def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
 
 def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """Ones with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------
@@ -327,6 +350,9 @@ def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> H
 def full_like(x: HostPtrArray, /, fill_value: Any, *, dtype: Any = None,
               device: Any = None) -> HostPtrArray:
     """``fill_value`` with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------

@@ -91,7 +91,8 @@ def searchsorted(x1: HostPtrArray, x2: HostPtrArray | int | float, /, *,
 def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | Any,
           /) -> HostPtrArray:
     """Elements of ``x1`` where ``condition`` is true, of ``x2`` elsewhere (broadcast;
-    ``x1`` and ``x2`` may be Python scalars).
+    ``x1`` and ``x2`` may be Python scalars).  Computed by the device holding the
+    operands' newest data where the placement rule says so (see ``hostarray._compute``).
 
     Examples
     --------
