@@ -844,7 +844,8 @@ def _astype_method(x: HostPtrArray, dtype: Any, *args: Any, **kwargs: Any) -> Ho
         r = device_astype(x, dt)
         if r is not None:
             return r
-    return np.astype(x, dtype, *args, **kwargs)
+    numpy_astype: Any = np.astype  # numpy's overloads don't know HostPtrArray
+    return numpy_astype(x, dtype, *args, **kwargs)
 
 
 def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:

@@ -183,7 +183,10 @@ def test_copies_are_made_on_the_device(dev: ha.Device, how: str) -> None:
     ref = {"x.astype(float32)": ref.astype(np.float32),
            "asarray(dtype=int16)": ref.astype(np.int16)}.get(how, ref)
     assert r.device == dev
+    ha.reset_stats()
     same(r, ref)
+    if on_device(dev):
+        assert ha.stats().bytes_acquired == r.nbytes  # read when the host looks
     # a copy: writing it leaves x alone
     r[...] = 0
     same(base, a)
@@ -528,16 +531,29 @@ def test_setitem_writes_only_the_view(dev: ha.Device) -> None:
 
 
 def test_setitem_with_gaps_over_host_newest_bytes(dev: ha.Device) -> None:
-    # a strided write whose gaps hold host-newest bytes: those survive the device write
+    # a strided write marks its whole byte span device-newest, the gaps too: host-newest
+    # gaps are published first (they survive), and a span split between host and device
+    # is left to the host
     n = 40
     a = np.arange(n, dtype=np.int32)
     x = device_newest(a, dev)
-    x[n // 2:] = np.arange(100, 100 + n // 2, dtype=np.int32)
+    x[n // 2:] = np.arange(100, 100 + n // 2, dtype=np.int32)  # host-newest second half
+    ha.reset_stats()
     x[n // 2::3] = -7
-    x[1: n - 1: 4] = -8  # spans both halves: the host may write it (values still right)
+    s = ha.stats()
+    if on_device(dev):
+        span = ((n - 1 - n // 2) // 3 * 3 + 1) * 4
+        assert (s.device_ops, s.bytes_published, s.bytes_acquired) == (1, span, 0), s
+    x[n // 2 + 1: n // 2 + 2] = np.asarray([5], np.int32)  # a host-newest island
+    ha.reset_stats()
+    x[1: n - 1: 4] = -8  # its span is split between the sides: the host writes it
+    s = ha.stats()
+    if on_device(dev):
+        assert (s.device_ops, s.host_fallbacks) == (0, 1), s
     ref = a.copy()
     ref[n // 2:] = np.arange(100, 100 + n // 2)
     ref[n // 2::3] = -7
+    ref[n // 2 + 1] = 5
     ref[1: n - 1: 4] = -8
     same(x, ref)
 
