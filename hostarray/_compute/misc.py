@@ -280,17 +280,16 @@ def _empty(dev: Device, shape: tuple[int, ...], dt: np.dtype) -> HostPtrArray | 
 
 # -- x[key] = value --------------------------------------------------------------------------
 
-def _side(v: HostPtrArray, dev: Device) -> str:
-    """Where ``v``'s bytes are current: ``"device"`` (on ``dev``, maybe the host too),
-    ``"host"`` (only there), or ``"split"`` (neither holds them all)."""
+def _on_device(v: HostPtrArray, dev: Device) -> bool:
+    """Whether a launch on ``dev`` can use the byte span of ``v`` moving nothing, or at
+    most a small publish: current on ``dev``, or current on the host and at most
+    :data:`~hostarray._compute.PUBLISH_LIMIT` bytes (not split between the sides)."""
     s = v._s
     coh = s.coh
-    if coh is None or dev not in s.buffers:
-        return "host"
     lo, hi = s.byte_range(v._a)
-    if coh.is_current(dev, lo, hi):
-        return "device"
-    return "host" if coh.is_host_current(lo, hi) else "split"
+    if coh is None or dev not in s.buffers or not coh.is_current(dev, lo, hi):
+        return hi - lo <= PUBLISH_LIMIT and (coh is None or coh.is_host_current(lo, hi))
+    return True
 
 
 def _link_ok(x: HostPtrArray, dev: Device) -> bool:
@@ -364,8 +363,7 @@ def _setitem(x: HostPtrArray, out: HostPtrArray, value: Any, dev: Device) -> Any
     if gaps:
         # the launch marks the view's whole byte span device-newest, the bytes between
         # its elements too: the device must hold them first (published if small)
-        side = _side(out, dev)
-        if side == "split" or (side == "host" and a.nbytes > PUBLISH_LIMIT):
+        if not _on_device(out, dev):
             return None
     if type(value) is HPA:
         y = _source(value, a.shape, dev)
@@ -407,7 +405,4 @@ def _source(y: HostPtrArray, shape: tuple[int, ...], dev: Device) -> HostPtrArra
         return None
     if not supports(dev, y._a.dtype):
         return None
-    side = _side(y, dev)
-    if side == "split" or (side == "host" and y._a.nbytes > PUBLISH_LIMIT):
-        return None
-    return y
+    return y if _on_device(y, dev) else None
