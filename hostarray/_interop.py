@@ -861,7 +861,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
         x, tuple(_shape_args(axes)) if axes and axes != (None,) else tuple(range(x.ndim))[::-1]),
     "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
     "flatten": lambda x: wrap(x._host().flatten(), x._device),
-    "astype": lambda x, dtype, *a, **kw: _astype_method(x, dtype, *a, **kw),
+    "astype": _astype_method,
     "copy": lambda x, order="C": copy(x),
     "view": _view_as, "sort": _sort_in_place, "fill": _fill,
     "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
