@@ -486,10 +486,12 @@ def test_setitem_of_a_device_array_with_broadcast(dev: ha.Device) -> None:
     ha.reset_stats()
     x[1::2, ::-2] = row            # (4,) broadcast over 3 rows, int32 -> float64
     x[0] = row[None, :1]           # (1, 1) into (8,): the leading 1 dropped, as numpy
-    expect_device(dev, 2)
+    x[2, ..., 3] = row[None, 1:2]  # (1, 1) into one element's 0-d view: both dropped
+    expect_device(dev, 3)
     ref = a.copy()
     ref[1::2, ::-2] = np.arange(4)
     ref[0] = np.arange(4)[None, :1]
+    ref[2, ..., 3] = np.arange(4)[None, 1:2]
     same(x, ref)
 
 

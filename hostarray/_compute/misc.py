@@ -397,7 +397,7 @@ def _source(y: HostPtrArray, shape: tuple[int, ...], dev: Device) -> HostPtrArra
     if extra > 0:
         if any(n != 1 for n in b.shape[:extra]):
             return None
-        y = _new(b[(0,) * extra], y._s, y._device)
+        y = _new(b[(0,) * extra + (...,)], y._s, y._device)  # a view, 0-d too
     try:
         if np.broadcast_shapes(y._a.shape, shape) != shape:
             return None
