@@ -306,7 +306,8 @@ def test_clip_special_values(dev: ha.Device) -> None:
     a = np.asarray([-0.0, 0.0, np.nan, -3.0, 3.0, np.inf], np.float64)
     x = device_newest(a, dev)
     for lo, hi in [(0.0, 1.0), (-0.0, 0.0), (-1.0, -0.0), (np.nan, 1.0), (0.0, np.nan),
-                   (None, 1.0), (-1.0, None)]:
+                   (None, 1.0), (-1.0, None), (0.0, None), (-0.0, None), (None, 0.0),
+                   (None, -0.0), (np.nan, None), (None, np.nan)]:
         ha.reset_stats()
         r = ha.clip(x, lo, hi)
         expect_device(dev)

@@ -158,16 +158,18 @@ def _where(condition: HostPtrArray, x1: Any, x2: Any, dev: Device) -> HostPtrArr
     return run(dev, "where", "(a != 0) ? b : c", ops, dt, dt, shape)
 
 
-def _max(a: str, b: str, kind: str) -> str:
-    """numpy's clip maximum: NaN wins, and ``a`` on a tie (the sign of a zero kept)."""
+def _max(a: str, b: str, kind: str, keep: bool) -> str:
+    """numpy's maximum for clip: NaN wins; on a tie (``-0.0`` and ``0.0``) ``a`` where
+    ``keep`` (numpy's clip with both bounds), else ``b`` (its ``maximum``, which a clip
+    with one bound is)."""
     if kind == "f":
-        return f"(({a} >= {b} || isnan({a})) ? {a} : {b})"
+        return f"(({a} {'>=' if keep else '>'} {b} || isnan({a})) ? {a} : {b})"
     return f"({a} | {b})" if kind == "b" else f"({a} >= {b} ? {a} : {b})"
 
 
-def _min(a: str, b: str, kind: str) -> str:
+def _min(a: str, b: str, kind: str, keep: bool) -> str:
     if kind == "f":
-        return f"(({a} <= {b} || isnan({a})) ? {a} : {b})"
+        return f"(({a} {'<=' if keep else '<'} {b} || isnan({a})) ? {a} : {b})"
     return f"({a} & {b})" if kind == "b" else f"({a} <= {b} ? {a} : {b})"
 
 
@@ -197,11 +199,11 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
         return None
     kind = dt.kind
     if lo is None:
-        expr = _min("a", "b", kind)
+        expr = _min("a", "b", kind, False)
     elif hi is None:
-        expr = _max("a", "b", kind)
+        expr = _max("a", "b", kind, False)
     else:
-        expr = _min(_max("a", "b", kind), "c", kind)
+        expr = _min(_max("a", "b", kind, True), "c", kind, True)
     return run(dev, "clip", expr, ops, dt, xdt, shape)
 
 
