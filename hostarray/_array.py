@@ -429,6 +429,13 @@ class HostPtrArray:
             raise ValueError("this array is over read-only memory (np.frombuffer on bytes, a "
                              "read-only numpy array); write to ha.asarray(x, copy=True)")
         key = _numpy_key(key)
+        if (self._s.host_stale or (type(value) is HostPtrArray and value._s.host_stale)) \
+                and self._device.framework == "opencl":
+            # a device holds newer data: a basic index is written there, with no acquire
+            from ._compute.misc import setitem  # imports pyopencl (a device is in use)
+
+            if setitem(self, key, value):
+                return
         if not (type(value) in _EVALUATED or isinstance(value, _VALUES)):
             # arrays in a list are read, and objects numpy converts by calling back into
             # Python are converted, here, before this storage's lock is taken: a callback

@@ -748,7 +748,14 @@ def reduce(x: HostPtrArray, protocol: int = 2) -> tuple[Any, ...]:
 
 
 def copy(x: HostPtrArray) -> HostPtrArray:
-    """``copy.copy(x)``: a new array with a copy of the data, on the same device (as numpy)."""
+    """``copy.copy(x)``: a new array with a copy of the data, on the same device (as numpy);
+    copied by that device where it holds the newest data (nothing acquired)."""
+    if x._s.host_stale:
+        from ._api.data_types import device_astype
+
+        r = device_astype(x, x._a.dtype)
+        if r is not None:
+            return r
     return wrap(aligned_copy(x._host()), x._device)
 
 
@@ -825,6 +832,22 @@ def _fill(x: HostPtrArray, value: Any) -> None:
             a.fill(v)
 
 
+def _astype_method(x: HostPtrArray, dtype: Any, *args: Any, **kwargs: Any) -> HostPtrArray:
+    """``x.astype(dtype)``: converted by the device holding the newest data where it can
+    (as ``ha.astype``), else numpy's ``astype`` on the host data."""
+    dt = np.dtype(dtype)
+    if dt == x.dtype and not kwargs.get("copy", True):
+        return x
+    if x._s.host_stale and not args and set(kwargs) <= {"copy"}:
+        from ._api.data_types import device_astype
+
+        r = device_astype(x, dt)
+        if r is not None:
+            return r
+    numpy_astype: Any = np.astype  # numpy's overloads don't know HostPtrArray
+    return numpy_astype(x, dtype, *args, **kwargs)
+
+
 def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:
     a = x._host()
     return _view(x, a.view() if dtype is None else a.view(dtype))
@@ -838,8 +861,7 @@ _METHODS: dict[str, Callable[..., Any]] = {
         x, tuple(_shape_args(axes)) if axes and axes != (None,) else tuple(range(x.ndim))[::-1]),
     "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
     "flatten": lambda x: wrap(x._host().flatten(), x._device),
-    "astype": lambda x, dtype, *a, **kw: np.astype(x, dtype, *a, **kw)
-    if np.dtype(dtype) != x.dtype or kw.get("copy", True) else x,
+    "astype": _astype_method,
     "copy": lambda x, order="C": copy(x),
     "view": _view_as, "sort": _sort_in_place, "fill": _fill,
     "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,

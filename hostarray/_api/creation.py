@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, adopt, aligned_copy, aligned_zeros, wrap
+from .._compute import device_compute_threshold
 from .._devices import Device
 from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
 from .._storage import Storage, aligned_empty
 from ._common import dev_of, device_of, host
+from .data_types import device_astype
 
 __all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
@@ -60,7 +62,9 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     A numpy array is reused without a copy on the host, and on a device when
     its memory meets the device's alignment; otherwise it is copied into
     page-aligned storage.  ``copy=True`` always copies, ``copy=False`` never
-    does (``ValueError`` if sharing is impossible).
+    does (``ValueError`` if sharing is impossible).  A copy or conversion of a
+    HostPtrArray whose newest data is on a mapped or copied device is made by that
+    device (nothing acquired; the copy's newest data stays there).
 
     Examples
     --------
@@ -79,6 +83,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             return obj if dev == obj._device else obj.to_device(dev)
         if copy is False:
             raise ValueError(f"converting {obj.dtype} to {dt} needs a copy; pass copy=None")
+        if dev is obj._device and obj._s.host_stale:
+            # the copy (or conversion) made where the newest data is: nothing acquired
+            r = device_astype(obj, obj.dtype if dt is None else dt)
+            if r is not None:
+                return r
         src = obj._host()
         return wrap(aligned_copy(src if dt is None else src.astype(dt)), dev)
     dev = _result_device(device)
@@ -155,6 +164,10 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
           device: Any = None) -> HostPtrArray:
     """An uninitialised array in page-aligned storage.
 
+    On a mapped or copied device (``device=``, at least the device compute threshold)
+    the array is marked newest on the device, with no byte moved: a kernel that fills it
+    publishes no garbage, and a host write of all of it acquires none.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -162,13 +175,22 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     (2, 3)
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    a = _aligned(_shape(shape), dt)
-    return _new(a, Storage(a), _result_device(device))
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev)
+    if r is not None:
+        return r
+    a = _aligned(shp, dt)
+    return _new(a, Storage(a), dev)
 
 
 def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
           device: Any = None) -> HostPtrArray:
     """An array of zeros in page-aligned storage.
+
+    On a mapped or copied device (``device=``, at least the device compute threshold)
+    the device fills it and its newest data stays there: an array created on a device is
+    meant for kernels there, which then find it with nothing published; the host
+    acquires it only if it reads it (one transfer either way, never two).
 
     Examples
     --------
@@ -177,9 +199,37 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     [0. 0. 0.]
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    shp = _shape(shape)
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev, 0)
+    if r is not None:
+        return r
     a = _allocate(shp, dt, lambda: aligned_zeros(shp, dt))
-    return _new(a, Storage(a), _result_device(device))
+    return _new(a, Storage(a), dev)
+
+
+def _device_fill(shape: tuple[int, ...], dt: np.dtype, dev: Device, *value: Any
+                 ) -> HostPtrArray | None:
+    """A new array filled with ``value`` (uninitialised without) on ``dev`` by a kernel,
+    or ``None``: the host allocates it (a host device, a shared link, below the device
+    compute threshold, or a type the device lacks).
+
+    Why on the device: an array created with ``device=`` a mapped or copied device is
+    made to be used there.  Filled by the host, its first kernel would publish every
+    byte; filled by the device, nothing moves until the host looks (and then it moves
+    once, as the publish would have).  A host write of the whole array moves nothing
+    either way (its old contents are dead)."""
+    if dev.framework != "opencl":
+        return None
+    limit = device_compute_threshold()
+    if limit is None or math.prod(shape) * dt.itemsize < limit:
+        return None
+    from .._compute.misc import fill, fill_device  # imports pyopencl: only for a device
+
+    if not fill_device(dev, math.prod(shape) * dt.itemsize):
+        return None
+    if value and isinstance(value[0], HostPtrArray) and value[0]._device is not dev:
+        value = (_fill_value(value[0]),)  # another device's scalar: its value, as on the host
+    return fill(dev, shape, dt, *value)
 
 
 
@@ -217,6 +267,8 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     """An array of ``fill_value`` in page-aligned storage; the data type defaults to
     the scalar's kind (bool, int64, float64 or complex128).
 
+    Filled by the device on a mapped or copied ``device`` (as :func:`zeros`, and why).
+
     Examples
     --------
     >>> import hostarray as ha
@@ -224,14 +276,19 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     HostPtrArray([7, 7], dtype=int64)
     """
     dt = _scalar_dtype(fill_value) if dtype is None else _given_dtype(dtype)
-    a = _aligned(_shape(shape), dt)
+    shp, dev = _shape(shape), _result_device(device)
+    r = _device_fill(shp, dt, dev, fill_value)
+    if r is not None:
+        return r
+    a = _aligned(shp, dt)
     a.fill(_fill_value(fill_value))
-    return _new(a, Storage(a), _result_device(device))
+    return _new(a, Storage(a), dev)
 
 
 def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
          device: Any = None) -> HostPtrArray:
-    """An array of ones in page-aligned storage.
+    """An array of ones in page-aligned storage (filled by a mapped or copied ``device``,
+    as :func:`zeros`).
 
     Examples
     --------
@@ -244,6 +301,9 @@ def ones(shape: int | tuple[int, ...], *, dtype: Any = None,
 
 def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """An uninitialised array with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`empty`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------
@@ -258,6 +318,9 @@ def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
 def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """Zeros with ``x``'s shape (and data type, device unless given).
 
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -270,6 +333,9 @@ def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
 
 def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> HostPtrArray:
     """Ones with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------
@@ -284,6 +350,9 @@ def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> H
 def full_like(x: HostPtrArray, /, fill_value: Any, *, dtype: Any = None,
               device: Any = None) -> HostPtrArray:
     """``fill_value`` with ``x``'s shape (and data type, device unless given).
+
+    On a mapped or copied device the result is made there (see :func:`zeros`):
+    the result of ``*_like`` of an array whose newest data is on a device is too.
 
     Examples
     --------

@@ -10,10 +10,11 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import HostPtrArray, wrap
+from .._compute import target
 from ._common import out_device
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-           "finfo_object", "iinfo_object"]
+           "finfo_object", "iinfo_object", "device_astype"]
 
 
 def _to_dtype(x: Any) -> np.dtype:
@@ -25,9 +26,26 @@ def _to_dtype(x: Any) -> np.dtype:
     return dt
 
 
+def device_astype(x: HostPtrArray, dt: np.dtype) -> HostPtrArray | None:
+    """``x`` converted to ``dt`` (a copy) on the device holding its newest data, or
+    ``None``: convert on the host (see :mod:`hostarray._compute`)."""
+    dev = target((x,), x._a.size * dt.itemsize)
+    if dev is None:
+        return None
+    from .._compute.misc import astype as _astype  # imports pyopencl: only for a device
+
+    return _astype(x, dt, dev)
+
+
 def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
            device: Any = None) -> HostPtrArray:
     """Copy of ``x`` converted to ``dtype`` (``x`` itself if ``copy=False`` and nothing changes).
+
+    Where ``x``'s newest data is on a mapped or copied device (and it is large enough),
+    the device converts it and the copy's newest data stays there.  Values are numpy's
+    (a ``bool`` target is ``x != 0``); floating-point values an integer type can't hold
+    (NaN, infinities, out of range), which the standard leaves undefined, get the
+    device's answer there, which may differ from numpy's.
 
     Examples
     --------
@@ -41,6 +59,10 @@ def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
     dev = out_device(device, x._device)
     if not copy and dt == x._a.dtype:
         return x if dev == x._device else x.to_device(dev)
+    if dev is x._device and x._s.host_stale:
+        r = device_astype(x, dt)
+        if r is not None:
+            return r
     a = x._host()
     if a.dtype.kind == "c" and dt.kind != "c":
         raise TypeError("casting complex to a real data type discards the imaginary part; "

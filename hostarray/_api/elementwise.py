@@ -486,6 +486,15 @@ def clip(x: HostPtrArray, /, min: HostPtrArray | int | float | None = None,  # n
          max: HostPtrArray | int | float | None = None) -> HostPtrArray:  # noqa: A002
     if type(x) is not HPA:
         raise _operand_error(x)
+    if x._s.host_stale or (type(min) is HPA and min._s.host_stale) or \
+            (type(max) is HPA and max._s.host_stale):
+        dev = _target((x, min, max))
+        if dev is not None:
+            from .._compute.misc import clip as _clip  # imports pyopencl: a device is used
+
+            r = _clip(x, min, max, dev)
+            if r is not None:
+                return r
     a = x._host()
     d = x._device
     lo = min._host() if type(min) is HPA else min

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._array import HostPtrArray
+from .._compute import target
 from ._common import as_host, dev_of, device_of, host, result
 from .statistical import device_reduction
 
@@ -99,7 +100,8 @@ def searchsorted(x1: HostPtrArray, x2: HostPtrArray | int | float, /, *,
 def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | Any,
           /) -> HostPtrArray:
     """Elements of ``x1`` where ``condition`` is true, of ``x2`` elsewhere (broadcast;
-    ``x1`` and ``x2`` may be Python scalars).
+    ``x1`` and ``x2`` may be Python scalars).  Computed by the device holding the
+    operands' newest data where the placement rule says so (see ``hostarray._compute``).
 
     Examples
     --------
@@ -107,5 +109,14 @@ def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | An
     >>> ha.where(ha.asarray([True, False]), ha.asarray([1, 2]), 0)
     HostPtrArray([1, 0], dtype=int64)
     """
+    if any(type(v) is HostPtrArray and v._s.host_stale for v in (condition, x1, x2)):
+        # a device holds newer data: select there if the placement rule says so
+        d = target((condition, x1, x2))
+        if d is not None:
+            from .._compute.misc import where as _where  # imports pyopencl
+
+            r = _where(condition, x1, x2, d)
+            if r is not None:
+                return r
     dev = device_of(condition, x1, x2)
     return result(np.where(host(condition), as_host(x1), as_host(x2)), dev)
