@@ -383,7 +383,7 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     j = 0  # the plan's layouts: the output's, then each array operand's (not the scalars')
     for x in (out, *operands):
         if j and type(x) is not HPA:
-            call.append(x)
+            call.append(int(x) if type(x) is np.bool_ else x)  # declared uchar
             continue
         v = _arg(x, dev, mode if j == 0 else "r", sts[j], ext[j])
         if v is None:
