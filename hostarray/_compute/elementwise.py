@@ -43,7 +43,7 @@ _WRAP = "(T)((W)(U)a {op} (W)(U)b)"  # integer arithmetic modulo 2**bits
 
 # name -> {kind: C expression}; kinds: b bool, i signed, u unsigned, f float; "*" any
 EXPRESSIONS: dict[str, dict[str, str]] = {
-    **{k: {"f": f"{v}(a)", "i": "a", "u": "a"} for k, v in _F.items()
+    **{k: {"f": f"{v}(a)", "i": "a", "u": "a", "b": "a"} for k, v in _F.items()
        if k in ("ceil", "floor", "trunc", "round")},
     **{k: {"f": f"{v}(a)"} for k, v in _F.items() if k not in ("ceil", "floor", "trunc", "round")},
     "abs": {"f": "fabs(a)", "i": "(T)(a < 0 ? (U)0 - (U)a : (U)a)", "u": "a", "b": "a"},
@@ -53,7 +53,7 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
                "u": _WRAP.format(op="*").replace("b", "a"), "b": "a & a"},
     "sign": {"f": "(isnan(a) ? a : (T)((a > 0) - (a < 0)))", "i": "(T)((a > 0) - (a < 0))",
              "u": "(T)(a > 0)"},
-    "signbit": {"f": "signbit(a) != 0"},
+    "signbit": {"f": "signbit(a) != 0", "i": "a < 0", "u": "0", "b": "0"},
     "isfinite": {"f": "isfinite(a) != 0", "i": "1", "u": "1", "b": "1"},
     "isinf": {"f": "isinf(a) != 0", "i": "0", "u": "0", "b": "0"},
     "isnan": {"f": "isnan(a) != 0", "i": "0", "u": "0", "b": "0"},
@@ -76,9 +76,10 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     "copysign": {"f": "copysign(a, b)"},
     "nextafter": {"f": "nextafter(a, b)"},
     "logaddexp": {"f": "logaddexp_T(a, b)"},
-    "maximum": {"f": "((a >= b || isnan(a)) ? a : b)", "i": "(a >= b ? a : b)",
+    # numpy (SIMD loops) gives the second operand where a == b: maximum(0.0, -0.0) is -0.0
+    "maximum": {"f": "((a > b || isnan(a)) ? a : b)", "i": "(a >= b ? a : b)",
                 "u": "(a >= b ? a : b)", "b": "(a | b)"},
-    "minimum": {"f": "((a <= b || isnan(a)) ? a : b)", "i": "(a <= b ? a : b)",
+    "minimum": {"f": "((a < b || isnan(a)) ? a : b)", "i": "(a <= b ? a : b)",
                 "u": "(a <= b ? a : b)", "b": "(a & b)"},
     "equal": {"*": "a == b"},
     "not_equal": {"*": "a != b"},
@@ -178,18 +179,23 @@ _RESOLVE: dict[str, Any] = {
     "square": np.square, "sqrt": np.sqrt, "subtract": np.subtract, "tan": np.tan,
     "tanh": np.tanh, "trunc": np.trunc, "add": np.add,
 }
-_IDENTITY = ("real", "imag", "conj")  # for real data: the same type
+_BOOL = np.dtype(bool)
+_IDENTITY = ("real", "imag")  # for real data: the same type (conj of bool is int8, numpy's)
 
 
 def _loop(name: str, operands: tuple[Any, ...]) -> tuple[np.dtype, np.dtype] | None:
     """(loop type, result type) numpy resolves for ``name`` on ``operands``, or ``None``
     (no single loop type, or one the device path doesn't take)."""
-    dts = tuple(x._a.dtype if type(x) is HPA else type(x) for x in operands)
+    # Python int and float are weak scalars; a Python bool is numpy's bool (the lowest type)
+    dts = tuple(x._a.dtype if type(x) is HPA else _BOOL if type(x) is bool else type(x)
+                for x in operands)
     if name in _IDENTITY:
         dt = dts[0]
         return None if dt.kind == "c" else (dt, dt)
     if name == "round" and dts[0].kind in "iub":
         return dts[0], dts[0]
+    if name == "signbit" and dts[0].kind in "iub":  # numpy's loop is a float type: the same
+        return dts[0], np.dtype(bool)
     uf = _RESOLVE.get(name)
     if uf is None:
         return None
@@ -394,7 +400,9 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         vals.append(v)
     if name == "pow" and lt.kind in "iu":
         b = operands[1]
-        if type(b) is HPA or b < 0:  # numpy refuses negative integer powers, by value
+        # numpy refuses negative integer powers, by value: only exponents that can't be
+        # negative (unsigned or bool arrays, scalars >= 0) stay here
+        if (b._a.dtype.kind not in "ub") if type(b) is HPA else b < 0:
             return None
     try:
         shape = np.broadcast_shapes(*(x._a.shape for x in operands if type(x) is HPA))
