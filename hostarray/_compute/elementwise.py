@@ -10,10 +10,40 @@ device computes what the host path computes.  Integer arithmetic wraps
 (computed unsigned: C leaves signed overflow undefined); division and
 remainder by zero give numpy's values; shifts past the width give numpy's.
 
-What stays on the host, and why: complex and float16 data (no portable OpenCL
-type), ``reciprocal`` of integers and ``pow`` with an integer array exponent
-(numpy's value-dependent results and errors), mixed loops numpy resolves to
-two input types (``int64`` with ``uint64`` comparisons).
+Where C and numpy differ, the table writes numpy's rule out: conversion to
+``bool`` is ``!= 0`` (numpy's logical functions take a bool loop for mixed
+types: ``logical_and(0.5, True)`` is ``True``), ``maximum``/``minimum`` give
+the second operand on a tie (``maximum(0.0, -0.0)`` is ``-0.0``, as numpy's
+SIMD loops do), ``INT_MIN // -1`` wraps, ``x // 0`` and ``x % 0`` are 0 for
+integers, shifts by the width or more (or negative) give 0 or the sign.
+The values are numpy's; numpy's floating-point and integer-division warnings
+(``np.errstate``) are not raised for work done on the device.
+
+What stays on the host
+----------------------
+These cases return ``None`` (the caller computes them with numpy, counted in
+``ha.stats().host_fallbacks``) because OpenCL can't give numpy's answer, or not
+without work that costs more than the host path:
+
+* complex and float16 data: no portable OpenCL type (``cl_khr_fp16`` is
+  optional, and numpy's float16 loops round every step to half precision).
+  This includes float16 *results*: numpy computes the floating functions of
+  ``bool``, ``int8`` and ``uint8`` (``sin``, ``sqrt``, ``exp``, ...) in float16.
+* ``reciprocal`` of integers: numpy's result and its divide-by-zero warning
+  depend on the values.
+* ``pow`` of integers with a signed integer array as the exponent, or a
+  negative scalar exponent: numpy raises ``ValueError`` by value.  Unsigned
+  and bool exponent arrays run on the device.
+* comparisons of ``int64`` with ``uint64``: numpy's loop takes the two types
+  as they are (no common type holds both); the generated kernels convert all
+  operands to one loop type.
+* Python ints outside the loop type's range: numpy raises ``OverflowError``
+  (arithmetic) or compares by value (``int8_array < 1000``).
+* empty results (nothing to launch), in-place operations whose target
+  overlaps another operand in other elements (``x[1:] += x[:-1]``: numpy reads
+  the operand as if copied first; ``x += x`` runs on the device), in-place
+  targets of a type the device lacks, operands whose offset or strides are not
+  whole elements.
 """
 
 from __future__ import annotations
@@ -237,9 +267,12 @@ def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
 
 
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
-            contiguous: bool) -> str:
+            contiguous: bool, bools: tuple[bool, bool] = (False, False)) -> str:
     """OpenCL C for ``out = expr(a, b, ...)``; ``kinds`` per input: (``"array"`` or
-    ``"scalar"``, its stored C type)."""
+    ``"scalar"``, its stored C type); ``bools``: whether the loop type and the result type
+    are ``bool`` (numpy converts to bool by ``!= 0``, where a C cast to ``uchar`` would
+    truncate 0.5 to 0 and wrap 256 to 0)."""
+    cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]"
     u = _UNSIGNED[loop_t]
     w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
         loop_t.startswith("u") else loop_t
@@ -259,10 +292,11 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         params += [f"__global const {st} *p{v}", f"const long {v}_off"]
         if contiguous:
             params.append(f"const long {v}_s0")  # 1 or 0 (broadcast)
-            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_off + i * {v}_s0];")
+            at = cast.format(v=v, i=f"{v}_off + i * {v}_s0")
+            loads.append(f"    const {loop_t} {v} = {at};")
         else:
             params += [f"const long {v}_s{k}" for k in range(ndim)]
-            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_i];")
+            loads.append(f"    const {loop_t} {v} = {cast.format(v=v, i=v + '_i')};")
     body = ["    const long i = (long)get_global_id(0);", "    if (i >= n) return;"]
     if contiguous:
         store = "out[o_off + i]"
@@ -280,12 +314,13 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         if h in e:
             helpers.append(text.replace("_T", "_" + loop_t))
             e = e.replace(h, h.replace("_T", "_" + loop_t))
+    value = f"({e}) != 0" if bools[1] else e
     head = ""
     if "double" in (out_t, loop_t) or any(st == "double" for _, st in kinds):
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n"
     return (head + prelude + "\n".join(helpers) + "\n__kernel void ew(" + ", ".join(params)
-            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({e});\n}}\n")
+            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({value});\n}}\n")
 
 
 def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
@@ -328,7 +363,8 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     contiguous = len(dims) <= 1 and sts[0] in ((), (1,)) and \
         all(st in ((), (0,), (1,)) for st in sts[1:])
     ndim = 1 if contiguous else len(dims)
-    src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous)
+    src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous,
+                  (loop.kind == "b", out_dt.kind == "b"))
     kernel = compiled(dev, src, "ew")
     i64 = np.int64
     call: list[Any] = [i64(n), o, i64(o.offset)]
