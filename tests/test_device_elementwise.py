@@ -351,6 +351,21 @@ def test_unsigned_exponent_arrays(dev: ha.Device, on_device: bool) -> None:
               (host_array(a), host_array(e)))
 
 
+def test_conversions_to_the_loop_type(dev: ha.Device, on_device: bool) -> None:
+    """numpy converts to bool by ``!= 0`` (the logical functions of mixed types take a bool
+    loop: 0.5 and 256 are True, a C cast would give 0), and a Python bool is numpy's bool."""
+    f = np.array([0.5, 0.0, np.nan, -0.0, 1e-45], np.float32)
+    i = np.array([256, 0, 512, -256, 1], np.int16)
+    b = np.array([True, False, True, False, True])
+    cases = [("logical_and", f, True), ("logical_or", i, b), ("logical_xor", f, i),
+             ("logical_and", b, f), ("subtract", i, False), ("add", f, True),
+             ("multiply", b, True), ("less", i, True)]
+    for name, x, y in cases:
+        d = tuple(device_newest(dev, v) if isinstance(v, np.ndarray) else v for v in (x, y))
+        h = tuple(host_array(v) if isinstance(v, np.ndarray) else v for v in (x, y))
+        check(dev, on_device, name, getattr(ha, name), d, h)
+
+
 # -- operators -------------------------------------------------------------------------------
 
 def _call(dunder: str) -> Callable[..., Any]:
