@@ -76,6 +76,7 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     **{k: {"f": f"{v}(a)", "i": "a", "u": "a", "b": "a"} for k, v in _F.items()
        if k in ("ceil", "floor", "trunc", "round")},
     **{k: {"f": f"{v}(a)"} for k, v in _F.items() if k not in ("ceil", "floor", "trunc", "round")},
+    "sqrt": {"f": "FSQRT(a)"},
     "abs": {"f": "fabs(a)", "i": "(T)(a < 0 ? (U)0 - (U)a : (U)a)", "u": "a", "b": "a"},
     "negative": {"f": "-a", "i": "(T)((U)0 - (U)a)", "u": "(T)((U)0 - (U)a)"},
     "positive": {"*": "a"},
@@ -87,7 +88,7 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     "isfinite": {"f": "isfinite(a) != 0", "i": "1", "u": "1", "b": "1"},
     "isinf": {"f": "isinf(a) != 0", "i": "0", "u": "0", "b": "0"},
     "isnan": {"f": "isnan(a) != 0", "i": "0", "u": "0", "b": "0"},
-    "reciprocal": {"f": "(T)1 / a"},
+    "reciprocal": {"f": "FDIV((T)1, a)"},
     "logical_not": {"*": "a == 0"},
     "bitwise_invert": {"b": "!a", "i": "~a", "u": "~a"},
     "conj": {"*": "a"},
@@ -97,7 +98,7 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     "subtract": {"f": "a - b", "i": _WRAP.format(op="-"), "u": _WRAP.format(op="-")},
     "multiply": {"f": "a * b", "i": _WRAP.format(op="*"), "u": _WRAP.format(op="*"),
                  "b": "a & b"},
-    "divide": {"f": "a / b"},
+    "divide": {"f": "FDIV(a, b)"},
     "floor_divide": {"f": "fdiv_T(a, b)", "i": "idiv_T(a, b)", "u": "(b == 0 ? 0 : a / b)"},
     "remainder": {"f": "fmod_T(a, b)", "i": "imod_T(a, b)", "u": "(b == 0 ? 0 : a % b)"},
     "pow": {"f": "pow(a, b)", "i": "ipow_T(a, b)", "u": "ipow_T(a, b)"},
@@ -134,13 +135,13 @@ HELPERS: dict[str, str] = {
     # numpy's npy_divmod: floor division and modulo with Python's signs
     "fdiv_T": """
 T fdiv_T(T a, T b) {
-    if (isinf(a) || isinf(b)) return floor(a / b);
-    if (b == 0) return a / b;
+    if (isinf(a) || isinf(b)) return floor(FDIV(a, b));
+    if (b == 0) return FDIV(a, b);
     T mod = fmod(a, b);
-    T div = (a - mod) / b;
+    T div = FDIV(a - mod, b);
     if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
     if (div != 0) { T fl = floor(div); if (div - fl > (T)0.5) fl += 1; return fl; }
-    return copysign((T)0, a / b);
+    return copysign((T)0, FDIV(a, b));
 }""",
     "fmod_T": """
 T fmod_T(T a, T b) {
@@ -266,12 +267,28 @@ def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
             [tuple(m[1][j] for m in merged) for j in range(len(strides))])
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _exact_macros(loop_t: str, fp64: bool) -> str:
+    """``FDIV`` and ``FSQRT``: IEEE 754's correctly rounded division and square root.
+    OpenCL lets single-precision ``/`` be 2.5 ulp off and ``sqrt`` 3 ulp unless the program
+    is built with ``-cl-fp32-correctly-rounded-divide-sqrt`` (GPUs use the licence); computed
+    in double and rounded once to float they are exact (53 >= 2 * 24 + 2 bits: the double
+    rounding is innocuous).  Double precision ones are always correctly rounded."""
+    if loop_t == "float" and fp64:
+        return ("#define FDIV(x, y) ((float)((double)(x) / (double)(y)))\n"
+                "#define FSQRT(x) ((float)sqrt((double)(x)))\n")
+    return "#define FDIV(x, y) ((x) / (y))\n#define FSQRT(x) sqrt(x)\n"
+
+
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
-            contiguous: bool, bools: tuple[bool, bool] = (False, False)) -> str:
+            contiguous: bool, bools: tuple[bool, bool] = (False, False), fp64: bool = False
+            ) -> str:
     """OpenCL C for ``out = expr(a, b, ...)``; ``kinds`` per input: (``"array"`` or
     ``"scalar"``, its stored C type); ``bools``: whether the loop type and the result type
     are ``bool`` (numpy converts to bool by ``!= 0``, where a C cast to ``uchar`` would
-    truncate 0.5 to 0 and wrap 256 to 0)."""
+    truncate 0.5 to 0 and wrap 256 to 0); ``fp64``: whether the device has ``double``."""
     cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]"
     u = _UNSIGNED[loop_t]
     w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
@@ -315,10 +332,12 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
             helpers.append(text.replace("_T", "_" + loop_t))
             e = e.replace(h, h.replace("_T", "_" + loop_t))
     value = f"({e}) != 0" if bools[1] else e
+    exact = _exact_macros(loop_t, fp64)
     head = ""
-    if "double" in (out_t, loop_t) or any(st == "double" for _, st in kinds):
+    if "double" in (out_t, loop_t) or "double" in exact or \
+            any(st == "double" for _, st in kinds):
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n"
+    prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n{exact}"
     return (head + prelude + "\n".join(helpers) + "\n__kernel void ew(" + ", ".join(params)
             + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({value});\n}}\n")
 
@@ -364,7 +383,7 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         all(st in ((), (0,), (1,)) for st in sts[1:])
     ndim = 1 if contiguous else len(dims)
     src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous,
-                  (loop.kind == "b", out_dt.kind == "b"))
+                  (loop.kind == "b", out_dt.kind == "b"), supports(dev, _FLOAT64))
     kernel = compiled(dev, src, "ew")
     i64 = np.int64
     call: list[Any] = [i64(n), o, i64(o.offset)]
