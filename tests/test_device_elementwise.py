@@ -366,10 +366,32 @@ def test_conversions_to_the_loop_type(dev: ha.Device, on_device: bool) -> None:
         check(dev, on_device, name, getattr(ha, name), d, h)
 
 
+def test_python_ints_out_of_range(dev: ha.Device, on_device: bool) -> None:
+    """A Python int outside the array's type raises numpy's error (OverflowError) as on the
+    host, in functions, operators, reflected and in-place operators; comparisons with one
+    compare by value (numpy's rule), on the host."""
+    i8, u8 = np.array([1, -2, 127], np.int8), np.array([0, 1, 255], np.uint8)
+    i64, u64 = np.array([1, -2, 3], np.int64), np.array([0, 1, 2**64 - 1], np.uint64)
+    cases: list[tuple[str, Callable[..., Any], np.ndarray, Any]] = [
+        ("add", ha.add, i8, 300), ("add", _call("__radd__"), i8, -129),
+        ("subtract", _call("__sub__"), u8, -1), ("multiply", ha.multiply, i64, 2**63),
+        ("add", ha.add, u64, -1), ("bitwise_and", ha.bitwise_and, u64, 2**64),
+        ("add", _inplace("__iadd__"), i8, 128), ("less", ha.less, i8, 1000),
+        ("equal", _call("__eq__"), u8, -1), ("greater", ha.greater, u64, -1),
+        ("add", ha.add, i8, 127), ("subtract", _call("__rsub__"), u8, 255)]
+    for name, f, x, y in cases:
+        check(dev, on_device, name, f, (device_newest(dev, x), y), (host_array(x), y),
+              inplace=f.__name__ in dict(INPLACE_OPS),
+              reflected=f.__name__ in dict(REFLECTED_OPS))
+
+
 # -- operators -------------------------------------------------------------------------------
 
 def _call(dunder: str) -> Callable[..., Any]:
-    return lambda x, *y: getattr(x, dunder)(*y)
+    def f(x: Any, *y: Any) -> Any:
+        return getattr(x, dunder)(*y)
+    f.__name__ = dunder
+    return f
 
 
 @fast(40)
@@ -405,6 +427,7 @@ def _inplace(dunder: str) -> Callable[..., Any]:
             raise TypeError("NotImplemented")
         assert r is x
         return r
+    f.__name__ = dunder
     return f
 
 

@@ -332,7 +332,8 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
             helpers.append(text.replace("_T", "_" + loop_t))
             e = e.replace(h, h.replace("_T", "_" + loop_t))
     value = f"({e}) != 0" if bools[1] else e
-    exact = _exact_macros(loop_t, fp64)
+    code = e + "".join(helpers)
+    exact = _exact_macros(loop_t, fp64) if "FDIV" in code or "FSQRT" in code else ""
     head = ""
     if "double" in (out_t, loop_t) or "double" in exact or \
             any(st == "double" for _, st in kinds):
