@@ -15,7 +15,9 @@ Where C and numpy differ, the table writes numpy's rule out: conversion to
 types: ``logical_and(0.5, True)`` is ``True``), ``maximum``/``minimum`` give
 the second operand on a tie (``maximum(0.0, -0.0)`` is ``-0.0``, as numpy's
 SIMD loops do), ``INT_MIN // -1`` wraps, ``x // 0`` and ``x % 0`` are 0 for
-integers, shifts by the width or more (or negative) give 0 or the sign.
+integers, shifts by the width or more (or negative) give 0 or the sign;
+comparisons of ``int64`` with ``uint64`` arrays (numpy's loop keeps both
+types) load each operand as it is and compare exactly.
 The values are numpy's; numpy's floating-point and integer-division warnings
 (``np.errstate``) are not raised for work done on the device.
 
@@ -34,11 +36,11 @@ without work that costs more than the host path:
 * ``pow`` of integers with a signed integer array as the exponent, or a
   negative scalar exponent: numpy raises ``ValueError`` by value.  Unsigned
   and bool exponent arrays run on the device.
-* comparisons of ``int64`` with ``uint64``: numpy's loop takes the two types
-  as they are (no common type holds both); the generated kernels convert all
-  operands to one loop type.
 * Python ints outside the loop type's range: numpy raises ``OverflowError``
-  (arithmetic) or compares by value (``int8_array < 1000``).
+  (arithmetic) or compares by value (``int8_array < 1000``); and every Python
+  int outside int64's range, where numpy raises or not by the loop it picks
+  (``bool_array + 2**63`` and ``logical_and(x, 2**63)`` raise,
+  ``uint64_array + 2**63`` does not).
 * empty results (nothing to launch), in-place operations whose target
   overlaps another operand in other elements (``x[1:] += x[:-1]``: numpy reads
   the operand as if copied first; ``x += x`` runs on the device), in-place
@@ -173,6 +175,9 @@ T ipow_T(T a, T b) {
     while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
     return (T)r;
 }""",
+    # -1, 0, 1 as the int64 s is below, equal to, above the uint64 u (no common C type)
+    "cmp_su": """
+int cmp_su(long s, ulong u) { return s < 0 ? -1 : ((ulong)s < u ? -1 : (ulong)s > u); }""",
     "logaddexp_T": """
 T logaddexp_T(T a, T b) {
     if (a == b) return a + (T)M_LN2;
@@ -218,8 +223,8 @@ def _loop(name: str, operands: tuple[Any, ...]) -> tuple[np.dtype, np.dtype] | N
     """(loop type, result type) numpy resolves for ``name`` on ``operands``, or ``None``
     (no single loop type, or one the device path doesn't take)."""
     # Python int and float are weak scalars; a Python bool is numpy's bool (the lowest type)
-    dts = tuple(x._a.dtype if type(x) is HPA else _BOOL if type(x) is bool else type(x)
-                for x in operands)
+    dts: tuple[Any, ...] = tuple(x._a.dtype if type(x) is HPA else _BOOL if type(x) is bool
+                                 else type(x) for x in operands)
     if name in _IDENTITY:
         dt = dts[0]
         return None if dt.kind == "c" else (dt, dt)
@@ -245,7 +250,7 @@ def _expression(name: str, lt: np.dtype) -> str | None:
     if forms is None:
         return None
     kind = {"b": "b", "i": "i", "u": "u", "f": "f"}.get(lt.kind)
-    return forms.get(kind or "") or forms.get("*")  # type: ignore[arg-type]
+    return forms.get(kind or "") or forms.get("*")
 
 
 def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
@@ -283,13 +288,15 @@ def _exact_macros(loop_t: str, fp64: bool) -> str:
 
 
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
-            contiguous: bool, bools: tuple[bool, bool] = (False, False), fp64: bool = False
-            ) -> str:
+            contiguous: bool, bools: tuple[bool, bool] = (False, False), fp64: bool = False,
+            convert: bool = True) -> str:
     """OpenCL C for ``out = expr(a, b, ...)``; ``kinds`` per input: (``"array"`` or
     ``"scalar"``, its stored C type); ``bools``: whether the loop type and the result type
     are ``bool`` (numpy converts to bool by ``!= 0``, where a C cast to ``uchar`` would
-    truncate 0.5 to 0 and wrap 256 to 0); ``fp64``: whether the device has ``double``."""
-    cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]"
+    truncate 0.5 to 0 and wrap 256 to 0); ``fp64``: whether the device has ``double``;
+    ``convert``: operands are converted to the loop type (else loaded as they are)."""
+    cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]" if convert \
+        else "p{v}[{i}]"
     u = _UNSIGNED[loop_t]
     w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
         loop_t.startswith("u") else loop_t
@@ -310,10 +317,11 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         if contiguous:
             params.append(f"const long {v}_s0")  # 1 or 0 (broadcast)
             at = cast.format(v=v, i=f"{v}_off + i * {v}_s0")
-            loads.append(f"    const {loop_t} {v} = {at};")
+            loads.append(f"    const {loop_t if convert else st} {v} = {at};")
         else:
             params += [f"const long {v}_s{k}" for k in range(ndim)]
-            loads.append(f"    const {loop_t} {v} = {cast.format(v=v, i=v + '_i')};")
+            at = cast.format(v=v, i=v + "_i")
+            loads.append(f"    const {loop_t if convert else st} {v} = {at};")
     body = ["    const long i = (long)get_global_id(0);", "    if (i >= n) return;"]
     if contiguous:
         store = "out[o_off + i]"
@@ -344,12 +352,13 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
 
 
 def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
-        out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None
-        ) -> HostPtrArray | None:
+        out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None,
+        convert: bool = True) -> HostPtrArray | None:
     """``out = expr(*operands)`` on ``dev`` element by element (broadcast to ``shape``):
-    operands are HostPtrArrays (converted to ``loop`` when loaded) or numpy scalars of
-    type ``loop``.  ``out`` (in place) or a new pooled result of ``out_dt``.  ``None``
-    where an operand can't be a kernel operand (then nothing happened)."""
+    operands are HostPtrArrays (converted to ``loop`` when loaded, unless not ``convert``)
+    or numpy scalars of type ``loop``.  ``out`` (in place) or a new pooled result of
+    ``out_dt``.  ``None`` where an operand can't be a kernel operand (then nothing
+    happened)."""
     n = math.prod(shape)
     if n == 0:
         return None
@@ -384,7 +393,7 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         all(st in ((), (0,), (1,)) for st in sts[1:])
     ndim = 1 if contiguous else len(dims)
     src = _source(expr, c_type(out_dt), c_type(loop), kinds, ndim, contiguous,
-                  (loop.kind == "b", out_dt.kind == "b"), supports(dev, _FLOAT64))
+                  (loop.kind == "b", out_dt.kind == "b"), supports(dev, _FLOAT64), convert)
     kernel = compiled(dev, src, "ew")
     i64 = np.int64
     call: list[Any] = [i64(n), o, i64(o.offset)]
@@ -435,7 +444,7 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
                  out: HostPtrArray | None) -> HostPtrArray | None:
     loop = _loop(name, operands)
     if loop is None:
-        return None
+        return _mixed_comparison(name, dev, operands, out)
     lt, out_dt = loop
     if not (supports(dev, lt) and supports(dev, out_dt)):
         return None
@@ -449,6 +458,8 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if type(x) is HPA:
             vals.append(x)
             continue
+        if type(x) is int and not -_C_LONG <= x < _C_LONG:
+            return None  # numpy raises or not by the path it takes (bool + 2**63 raises)
         try:  # numpy's own conversion: out-of-range values raise on the host path
             v = np.asarray(x, dtype=lt)[()]
         except (OverflowError, ValueError, TypeError):
@@ -473,3 +484,30 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
+
+
+_COMPARISONS = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+                "greater": ">", "greater_equal": ">="}
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
+_C_LONG = 2**63
+
+
+def _mixed_comparison(name: str, dev: Device, operands: tuple[Any, ...],
+                      out: HostPtrArray | None) -> HostPtrArray | None:
+    """A comparison of an int64 array with a uint64 array (numpy's loop keeps both types:
+    ``-1 < 2**64 - 1`` is True), each operand loaded as it is; else ``None``."""
+    op = _COMPARISONS.get(name)
+    if op is None or out is not None or any(type(x) is not HPA for x in operands):
+        return None
+    types = tuple(x._a.dtype for x in operands)
+    if types == (_INT64, _UINT64):
+        expr = f"cmp_su(a, b) {op} 0"
+    elif types == (_UINT64, _INT64):
+        expr = f"0 {op} cmp_su(b, a)"  # a op b, with b the signed one
+    else:
+        return None
+    try:
+        shape = np.broadcast_shapes(*(x._a.shape for x in operands))
+    except ValueError:
+        return None
+    return run(dev, name, expr, list(operands), _INT64, np.dtype(bool), shape, convert=False)
