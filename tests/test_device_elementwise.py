@@ -20,7 +20,6 @@ that nothing ran on the device and still compare values.
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -53,15 +52,14 @@ EXACT = {"abs", "add", "ceil", "conj", "copysign", "divide", "equal", "floor", "
 MAX_ULP = {"float16": 1, "float32": 4, "float64": 4}
 NAMES = [row[0] for row in TABLE if row[0] != "clip"]  # clip has no device path here
 ARITY = {row[0]: 1 if row[2] == UNARY else 2 for row in TABLE}
-# the long mode (HOSTARRAY_THOROUGH=1, as ``--thorough``): 10x the examples
-SCALE = 10 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 1
 
 
-def fast(n: int) -> settings:
-    """Hypothesis settings for ``n`` examples: each compiles a kernel or two (~0.1 s on
-    PoCL), so ``n`` bounds the test's time."""
-    return settings(max_examples=n * SCALE, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+def explore(thorough: bool, n: int, body: Callable[[st.DataObject], None]) -> None:
+    """Run ``body`` on ``n`` hypothesis examples (10x under ``--thorough``).  Each example
+    compiles a kernel or two (~0.1 s on PoCL), so ``n`` bounds the test's time."""
+    given(data=st.data())(settings(max_examples=n * (10 if thorough else 1), deadline=None,
+                                   database=None, suppress_health_check=list(HealthCheck))(body))()
+
 
 # operators: (dunder, namespace function)
 BINARY_OPS = [(ops[0], name) for name, _, p, ops, _ in TABLE if p != UNARY and ops]
@@ -293,21 +291,20 @@ def operands(draw: st.DrawFn, name: str, dt: str) -> tuple[list[np.ndarray | Any
 # -- every function of the table -----------------------------------------------------------
 
 @pytest.mark.parametrize("name", NAMES)
-def test_function_matches_host(name: str, dev: ha.Device, on_device: bool) -> None:
+def test_function_matches_host(name: str, dev: ha.Device, on_device: bool,
+                               thorough: bool) -> None:
     """Each function on device-newest operands (every pair of special values, broadcast
     shapes, Python scalars on either side) gives the host path's answer."""
     f = getattr(ha, name)
 
-    @fast(3)
-    @given(data=st.data())
-    def run(data: st.DataObject) -> None:
+    def body(data: st.DataObject) -> None:
         dt = data.draw(st.sampled_from(DTYPES), label="dtype")
         ops, is_arr = operands(data.draw, name, dt)
         d = tuple(device_newest(dev, x) if a else x for x, a in zip(ops, is_arr))
         h = tuple(host_array(x) if a else x for x, a in zip(ops, is_arr))
         check(dev, on_device, name, f, d, h)
 
-    run()
+    explore(thorough, 3, body)
 
 
 # exact integer semantics where C and numpy differ: INT_MIN // -1, x % 0, x // 0, shifts by
@@ -414,33 +411,35 @@ def _call(dunder: str) -> Callable[..., Any]:
     return f
 
 
-@fast(40)
-@given(data=st.data())
-def test_operators(data: st.DataObject, dev: ha.Device, on_device: bool) -> None:
+def test_operators(dev: ha.Device, on_device: bool, thorough: bool) -> None:
     """Binary operators with arrays (broadcast) or Python scalars, reflected operators with a
     Python scalar on the left, and unary operators give the host path's answer."""
-    kind = data.draw(st.sampled_from(["binary", "reflected", "unary"]), label="kind")
-    dt = data.draw(st.sampled_from(DTYPES), label="dtype")
-    table = {"binary": BINARY_OPS, "reflected": REFLECTED_OPS, "unary": UNARY_OPS}[kind]
-    dunder, name = data.draw(st.sampled_from(table), label="operator")
-    if kind == "reflected":
-        shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4))
-        x = data.draw(hnp.arrays(dt, shape, elements=elements(dt)))
-        y = data.draw(py_scalars(dt), label="scalar")
-        f = _call(dunder)  # x.__rsub__(y) is y - x
-        check(dev, on_device, name, f, (device_newest(dev, x), y), (host_array(x), y),
-              reflected=True)
-        return
-    ops, is_arr = operands(data.draw, name if kind == "binary" else "negative", dt)
-    if not is_arr[0]:
-        ops, is_arr = ops[::-1], is_arr[::-1]  # self is the array
-    newest = data.draw(st.sampled_from([(True, True), (True, False), (False, True)]),
-                       label="device-newest") if is_arr == [True, True] else (True, True)
-    d = tuple((device_newest if n else on_dev)(dev, x) if a else x
-              for x, a, n in zip(ops, is_arr, newest))
-    h = tuple(host_array(x) if a else x for x, a in zip(ops, is_arr))
-    # the operand order the device sees: (self, other)
-    check(dev, on_device, name, _call(dunder), d, h)
+
+    def body(data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(["binary", "reflected", "unary"]), label="kind")
+        dt = data.draw(st.sampled_from(DTYPES), label="dtype")
+        table = {"binary": BINARY_OPS, "reflected": REFLECTED_OPS, "unary": UNARY_OPS}[kind]
+        dunder, name = data.draw(st.sampled_from(table), label="operator")
+        if kind == "reflected":
+            shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4))
+            x = data.draw(hnp.arrays(dt, shape, elements=elements(dt)))
+            y = data.draw(py_scalars(dt), label="scalar")
+            f = _call(dunder)  # x.__rsub__(y) is y - x
+            check(dev, on_device, name, f, (device_newest(dev, x), y), (host_array(x), y),
+                  reflected=True)
+            return
+        ops, is_arr = operands(data.draw, name if kind == "binary" else "negative", dt)
+        if not is_arr[0]:
+            ops, is_arr = ops[::-1], is_arr[::-1]  # self is the array
+        newest = data.draw(st.sampled_from([(True, True), (True, False), (False, True)]),
+                           label="device-newest") if is_arr == [True, True] else (True, True)
+        d = tuple((device_newest if n else on_dev)(dev, x) if a else x
+                  for x, a, n in zip(ops, is_arr, newest))
+        h = tuple(host_array(x) if a else x for x, a in zip(ops, is_arr))
+        # the operand order the device sees: (self, other)
+        check(dev, on_device, name, _call(dunder), d, h)
+
+    explore(thorough, 40, body)
 
 
 def _inplace(dunder: str) -> Callable[..., Any]:
@@ -454,28 +453,30 @@ def _inplace(dunder: str) -> Callable[..., Any]:
     return f
 
 
-@fast(40)
-@given(data=st.data())
-def test_inplace_operators(data: st.DataObject, dev: ha.Device, on_device: bool) -> None:
+def test_inplace_operators(dev: ha.Device, on_device: bool, thorough: bool) -> None:
     """``x op= y`` with an array of any (broadcastable) type or a Python scalar: the same
     values in ``x``, the same casting rule (numpy's ``same_kind``) and the same errors."""
-    dunder, name = data.draw(st.sampled_from(INPLACE_OPS), label="operator")
-    dt = data.draw(st.sampled_from(DTYPES), label="dtype of x")
-    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4))
-    x = data.draw(hnp.arrays(dt, shape, elements=elements(dt)))
-    if data.draw(st.booleans(), label="array operand"):
-        dt2 = data.draw(st.sampled_from(DTYPES), label="dtype of y")
-        s2 = data.draw(hnp.broadcastable_shapes(shape, min_dims=0, max_dims=len(shape)))
-        y: Any = data.draw(hnp.arrays(dt2, s2, elements=elements(dt2)))
-        # x or y may be host-current on the device (a small one is published, not acquired)
-        which = data.draw(st.sampled_from(["both", "x", "y"]), label="device-newest")
-        d = (device_newest(dev, x) if which != "y" else on_dev(dev, x),
-             device_newest(dev, y) if which != "x" else on_dev(dev, y))
-        h = (host_array(x), host_array(y))
-    else:
-        y = data.draw(py_scalars(dt), label="scalar")
-        d, h = (device_newest(dev, x), y), (host_array(x), y)
-    check(dev, on_device, name, _inplace(dunder), d, h, inplace=True)
+
+    def body(data: st.DataObject) -> None:
+        dunder, name = data.draw(st.sampled_from(INPLACE_OPS), label="operator")
+        dt = data.draw(st.sampled_from(DTYPES), label="dtype of x")
+        shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=4))
+        x = data.draw(hnp.arrays(dt, shape, elements=elements(dt)))
+        if data.draw(st.booleans(), label="array operand"):
+            dt2 = data.draw(st.sampled_from(DTYPES), label="dtype of y")
+            s2 = data.draw(hnp.broadcastable_shapes(shape, min_dims=0, max_dims=len(shape)))
+            y: Any = data.draw(hnp.arrays(dt2, s2, elements=elements(dt2)))
+            # x or y may be host-current on the device (a small one is published, not acquired)
+            which = data.draw(st.sampled_from(["both", "x", "y"]), label="device-newest")
+            d = (device_newest(dev, x) if which != "y" else on_dev(dev, x),
+                 device_newest(dev, y) if which != "x" else on_dev(dev, y))
+            h = (host_array(x), host_array(y))
+        else:
+            y = data.draw(py_scalars(dt), label="scalar")
+            d, h = (device_newest(dev, x), y), (host_array(x), y)
+        check(dev, on_device, name, _inplace(dunder), d, h, inplace=True)
+
+    explore(thorough, 40, body)
 
 
 def test_inplace_casting_rules(dev: ha.Device, on_device: bool) -> None:
@@ -542,29 +543,31 @@ VIEWS: dict[str, tuple[Callable[[tuple[int, int]], tuple[int, ...]], Callable[[A
 }
 
 
-@fast(24)
-@given(data=st.data())
-def test_views(data: st.DataObject, dev: ha.Device, on_device: bool) -> None:
+def test_views(dev: ha.Device, on_device: bool, thorough: bool) -> None:
     """Operands and in-place targets that are views (steps, offsets, transposes, negative
     strides, a column or a row of a matrix)."""
-    name = data.draw(st.sampled_from(["add", "multiply", "less", "sin", "maximum",
-                                      "floor_divide", "bitwise_xor", "sqrt"]), label="name")
-    dt = data.draw(st.sampled_from(DTYPES), label="dtype")
-    shape = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 5)))
-    n = ARITY[name]
-    vs = [data.draw(st.sampled_from(sorted(VIEWS)), label=f"view {k}") for k in range(n)]
-    d, h = [], []
-    for v in vs:
-        base_shape, view = VIEWS[v]
-        base = data.draw(hnp.arrays(dt, base_shape(shape), elements=elements(dt)))
-        db, hb = device_newest(dev, base), host_array(base)
-        d.append(view(db))
-        h.append(view(hb))
-    check(dev, on_device, name, getattr(ha, name), tuple(d), tuple(h))
-    if n == 2 and data.draw(st.booleans(), label="in place"):
-        ops = {row[0]: row[3] for row in TABLE}[name]
-        if len(ops) > 2:  # comparisons have no in-place operator
-            check(dev, on_device, name, _inplace(ops[2]), tuple(d), tuple(h), inplace=True)
+
+    def body(data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(["add", "multiply", "less", "sin", "maximum",
+                                          "floor_divide", "bitwise_xor", "sqrt"]), label="name")
+        dt = data.draw(st.sampled_from(DTYPES), label="dtype")
+        shape = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 5)))
+        n = ARITY[name]
+        vs = [data.draw(st.sampled_from(sorted(VIEWS)), label=f"view {k}") for k in range(n)]
+        d, h = [], []
+        for v in vs:
+            base_shape, view = VIEWS[v]
+            base = data.draw(hnp.arrays(dt, base_shape(shape), elements=elements(dt)))
+            db, hb = device_newest(dev, base), host_array(base)
+            d.append(view(db))
+            h.append(view(hb))
+        check(dev, on_device, name, getattr(ha, name), tuple(d), tuple(h))
+        if n == 2 and data.draw(st.booleans(), label="in place"):
+            ops = {row[0]: row[3] for row in TABLE}[name]
+            if len(ops) > 2:  # comparisons have no in-place operator
+                check(dev, on_device, name, _inplace(ops[2]), tuple(d), tuple(h), inplace=True)
+
+    explore(thorough, 24, body)
 
 
 # -- what stays on the host -------------------------------------------------------------------
