@@ -342,6 +342,24 @@ def test_float_specials(dt: str, dev: ha.Device, on_device: bool) -> None:
               (host_array(a), host_array(b)))
 
 
+BROADCASTS = [((), (3,)), ((3,), ()), ((), ()), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)),
+              ((1,), (2, 3)), ((4, 1, 1), (1,)), ((2, 3), (2, 3)), ((1, 1), (5, 1))]
+
+
+@pytest.mark.parametrize("name, dt", [("subtract", "int16"), ("atan2", "float64"),
+                                      ("less", "uint8")])
+def test_broadcasting(name: str, dt: str, dev: ha.Device, on_device: bool) -> None:
+    """0-d operands, size-1 axes and missing axes broadcast as numpy broadcasts them (a
+    function that is not symmetric, so a swapped operand shows)."""
+    rng = np.random.default_rng(12)
+    for s1, s2 in BROADCASTS:
+        a = rng.integers(0, 100, s1).astype(dt)
+        b = rng.integers(1, 100, s2).astype(dt)
+        check(dev, on_device, name, getattr(ha, name), (device_newest(dev, a),
+                                                        device_newest(dev, b)),
+              (host_array(a), host_array(b)))
+
+
 def test_unsigned_exponent_arrays(dev: ha.Device, on_device: bool) -> None:
     """Integer powers with unsigned (or bool) exponent arrays run on the device (they can't
     be negative); signed exponent arrays stay on the host (numpy's error is by value)."""
