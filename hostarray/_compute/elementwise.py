@@ -10,10 +10,42 @@ device computes what the host path computes.  Integer arithmetic wraps
 (computed unsigned: C leaves signed overflow undefined); division and
 remainder by zero give numpy's values; shifts past the width give numpy's.
 
-What stays on the host, and why: complex and float16 data (no portable OpenCL
-type), ``reciprocal`` of integers and ``pow`` with an integer array exponent
-(numpy's value-dependent results and errors), mixed loops numpy resolves to
-two input types (``int64`` with ``uint64`` comparisons).
+Where C and numpy differ, the table writes numpy's rule out: conversion to
+``bool`` is ``!= 0`` (numpy's logical functions take a bool loop for mixed
+types: ``logical_and(0.5, True)`` is ``True``), ``maximum``/``minimum`` give
+the second operand on a tie (``maximum(0.0, -0.0)`` is ``-0.0``, as numpy's
+SIMD loops do), ``INT_MIN // -1`` wraps, ``x // 0`` and ``x % 0`` are 0 for
+integers, shifts by the width or more (or negative) give 0 or the sign;
+comparisons of ``int64`` with ``uint64`` arrays (numpy's loop keeps both
+types) load each operand as it is and compare exactly.
+The values are numpy's; numpy's floating-point and integer-division warnings
+(``np.errstate``) are not raised for work done on the device.
+
+What stays on the host
+----------------------
+These cases return ``None`` (the caller computes them with numpy, counted in
+``ha.stats().host_fallbacks``) because OpenCL can't give numpy's answer, or not
+without work that costs more than the host path:
+
+* complex and float16 data: no portable OpenCL type (``cl_khr_fp16`` is
+  optional, and numpy's float16 loops round every step to half precision).
+  This includes float16 *results*: numpy computes the floating functions of
+  ``bool``, ``int8`` and ``uint8`` (``sin``, ``sqrt``, ``exp``, ...) in float16.
+* ``reciprocal`` of integers: numpy's result and its divide-by-zero warning
+  depend on the values.
+* ``pow`` of integers with a signed integer array as the exponent, or a
+  negative scalar exponent: numpy raises ``ValueError`` by value.  Unsigned
+  and bool exponent arrays run on the device.
+* Python ints outside the loop type's range: numpy raises ``OverflowError``
+  (arithmetic) or compares by value (``int8_array < 1000``); and every Python
+  int outside int64's range, where numpy raises or not by the loop it picks
+  (``bool_array + 2**63`` and ``logical_and(x, 2**63)`` raise,
+  ``uint64_array + 2**63`` does not).
+* empty results (nothing to launch), in-place operations whose target
+  overlaps another operand in other elements (``x[1:] += x[:-1]``: numpy reads
+  the operand as if copied first; ``x += x`` runs on the device), in-place
+  targets of a type the device lacks, operands whose offset or strides are not
+  whole elements.
 """
 
 from __future__ import annotations
@@ -45,9 +77,10 @@ _WRAP = "(T)((W)(U)a {op} (W)(U)b)"  # integer arithmetic modulo 2**bits
 
 # name -> {kind: C expression}; kinds: b bool, i signed, u unsigned, f float; "*" any
 EXPRESSIONS: dict[str, dict[str, str]] = {
-    **{k: {"f": f"{v}(a)", "i": "a", "u": "a"} for k, v in _F.items()
+    **{k: {"f": f"{v}(a)", "i": "a", "u": "a", "b": "a"} for k, v in _F.items()
        if k in ("ceil", "floor", "trunc", "round")},
     **{k: {"f": f"{v}(a)"} for k, v in _F.items() if k not in ("ceil", "floor", "trunc", "round")},
+    "sqrt": {"f": "FSQRT(a)"},
     "abs": {"f": "fabs(a)", "i": "(T)(a < 0 ? (U)0 - (U)a : (U)a)", "u": "a", "b": "a"},
     "negative": {"f": "-a", "i": "(T)((U)0 - (U)a)", "u": "(T)((U)0 - (U)a)"},
     "positive": {"*": "a"},
@@ -55,11 +88,11 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
                "u": _WRAP.format(op="*").replace("b", "a"), "b": "a & a"},
     "sign": {"f": "(isnan(a) ? a : (T)((a > 0) - (a < 0)))", "i": "(T)((a > 0) - (a < 0))",
              "u": "(T)(a > 0)"},
-    "signbit": {"f": "signbit(a) != 0"},
+    "signbit": {"f": "signbit(a) != 0", "i": "a < 0", "u": "0", "b": "0"},
     "isfinite": {"f": "isfinite(a) != 0", "i": "1", "u": "1", "b": "1"},
     "isinf": {"f": "isinf(a) != 0", "i": "0", "u": "0", "b": "0"},
     "isnan": {"f": "isnan(a) != 0", "i": "0", "u": "0", "b": "0"},
-    "reciprocal": {"f": "(T)1 / a"},
+    "reciprocal": {"f": "FDIV((T)1, a)"},
     "logical_not": {"*": "a == 0"},
     "bitwise_invert": {"b": "!a", "i": "~a", "u": "~a"},
     "conj": {"*": "a"},
@@ -69,7 +102,7 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     "subtract": {"f": "a - b", "i": _WRAP.format(op="-"), "u": _WRAP.format(op="-")},
     "multiply": {"f": "a * b", "i": _WRAP.format(op="*"), "u": _WRAP.format(op="*"),
                  "b": "a & b"},
-    "divide": {"f": "a / b"},
+    "divide": {"f": "FDIV(a, b)"},
     "floor_divide": {"f": "fdiv_T(a, b)", "i": "idiv_T(a, b)", "u": "(b == 0 ? 0 : a / b)"},
     "remainder": {"f": "fmod_T(a, b)", "i": "imod_T(a, b)", "u": "(b == 0 ? 0 : a % b)"},
     "pow": {"f": "pow(a, b)", "i": "ipow_T(a, b)", "u": "ipow_T(a, b)"},
@@ -78,9 +111,10 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
     "copysign": {"f": "copysign(a, b)"},
     "nextafter": {"f": "nextafter(a, b)"},
     "logaddexp": {"f": "logaddexp_T(a, b)"},
-    "maximum": {"f": "((a >= b || isnan(a)) ? a : b)", "i": "(a >= b ? a : b)",
+    # numpy (SIMD loops) gives the second operand where a == b: maximum(0.0, -0.0) is -0.0
+    "maximum": {"f": "((a > b || isnan(a)) ? a : b)", "i": "(a >= b ? a : b)",
                 "u": "(a >= b ? a : b)", "b": "(a | b)"},
-    "minimum": {"f": "((a <= b || isnan(a)) ? a : b)", "i": "(a <= b ? a : b)",
+    "minimum": {"f": "((a < b || isnan(a)) ? a : b)", "i": "(a <= b ? a : b)",
                 "u": "(a <= b ? a : b)", "b": "(a & b)"},
     "equal": {"*": "a == b"},
     "not_equal": {"*": "a != b"},
@@ -105,13 +139,13 @@ HELPERS: dict[str, str] = {
     # numpy's npy_divmod: floor division and modulo with Python's signs
     "fdiv_T": """
 T fdiv_T(T a, T b) {
-    if (isinf(a) || isinf(b)) return floor(a / b);
-    if (b == 0) return a / b;
+    if (isinf(a) || isinf(b)) return floor(FDIV(a, b));
+    if (b == 0) return FDIV(a, b);
     T mod = fmod(a, b);
-    T div = (a - mod) / b;
+    T div = FDIV(a - mod, b);
     if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
     if (div != 0) { T fl = floor(div); if (div - fl > (T)0.5) fl += 1; return fl; }
-    return copysign((T)0, a / b);
+    return copysign((T)0, FDIV(a, b));
 }""",
     "fmod_T": """
 T fmod_T(T a, T b) {
@@ -143,6 +177,9 @@ T ipow_T(T a, T b) {
     while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
     return (T)r;
 }""",
+    # -1, 0, 1 as the int64 s is below, equal to, above the uint64 u (no common C type)
+    "cmp_su": """
+int cmp_su(long s, ulong u) { return s < 0 ? -1 : ((ulong)s < u ? -1 : (ulong)s > u); }""",
     "logaddexp_T": """
 T logaddexp_T(T a, T b) {
     if (a == b) return a + (T)M_LN2;
@@ -180,18 +217,23 @@ _RESOLVE: dict[str, Any] = {
     "square": np.square, "sqrt": np.sqrt, "subtract": np.subtract, "tan": np.tan,
     "tanh": np.tanh, "trunc": np.trunc, "add": np.add,
 }
-_IDENTITY = ("real", "imag", "conj")  # for real data: the same type
+_BOOL = np.dtype(bool)
+_IDENTITY = ("real", "imag")  # for real data: the same type (conj of bool is int8, numpy's)
 
 
 def _loop(name: str, operands: tuple[Any, ...]) -> tuple[np.dtype, np.dtype] | None:
     """(loop type, result type) numpy resolves for ``name`` on ``operands``, or ``None``
     (no single loop type, or one the device path doesn't take)."""
-    dts = tuple(x._a.dtype if type(x) is HPA else type(x) for x in operands)
+    # Python int and float are weak scalars; a Python bool is numpy's bool (the lowest type)
+    dts: tuple[Any, ...] = tuple(x._a.dtype if type(x) is HPA else _BOOL if type(x) is bool
+                                 else type(x) for x in operands)
     if name in _IDENTITY:
         dt = dts[0]
         return None if dt.kind == "c" else (dt, dt)
     if name == "round" and dts[0].kind in "iub":
         return dts[0], dts[0]
+    if name == "signbit" and dts[0].kind in "iub":  # numpy's loop is a float type: the same
+        return dts[0], np.dtype(bool)
     uf = _RESOLVE.get(name)
     if uf is None:
         return None
@@ -210,7 +252,7 @@ def _expression(name: str, lt: np.dtype) -> str | None:
     if forms is None:
         return None
     kind = {"b": "b", "i": "i", "u": "u", "f": "f"}.get(lt.kind)
-    return forms.get(kind or "") or forms.get("*")  # type: ignore[arg-type]
+    return forms.get(kind or "") or forms.get("*")
 
 
 def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
@@ -232,10 +274,31 @@ def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
             [tuple(m[1][j] for m in merged) for j in range(len(strides))])
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _exact_macros(loop_t: str, fp64: bool) -> str:
+    """``FDIV`` and ``FSQRT``: IEEE 754's correctly rounded division and square root.
+    OpenCL lets single-precision ``/`` be 2.5 ulp off and ``sqrt`` 3 ulp unless the program
+    is built with ``-cl-fp32-correctly-rounded-divide-sqrt`` (GPUs use the licence); computed
+    in double and rounded once to float they are exact (53 >= 2 * 24 + 2 bits: the double
+    rounding is innocuous).  Double precision ones are always correctly rounded."""
+    if loop_t == "float" and fp64:
+        return ("#define FDIV(x, y) ((float)((double)(x) / (double)(y)))\n"
+                "#define FSQRT(x) ((float)sqrt((double)(x)))\n")
+    return "#define FDIV(x, y) ((x) / (y))\n#define FSQRT(x) sqrt(x)\n"
+
+
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
-            contiguous: bool) -> str:
+            contiguous: bool, bools: tuple[bool, bool] = (False, False), fp64: bool = False,
+            convert: bool = True) -> str:
     """OpenCL C for ``out = expr(a, b, ...)``; ``kinds`` per input: (``"array"`` or
-    ``"scalar"``, its stored C type)."""
+    ``"scalar"``, its stored C type); ``bools``: whether the loop type and the result type
+    are ``bool`` (numpy converts to bool by ``!= 0``, where a C cast to ``uchar`` would
+    truncate 0.5 to 0 and wrap 256 to 0); ``fp64``: whether the device has ``double``;
+    ``convert``: operands are converted to the loop type (else loaded as they are)."""
+    cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]" if convert \
+        else "p{v}[{i}]"
     u = _UNSIGNED[loop_t]
     w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
         loop_t.startswith("u") else loop_t
@@ -255,10 +318,12 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         params += [f"__global const {st} *p{v}", f"const long {v}_off"]
         if contiguous:
             params.append(f"const long {v}_s0")  # 1 or 0 (broadcast)
-            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_off + i * {v}_s0];")
+            at = cast.format(v=v, i=f"{v}_off + i * {v}_s0")
+            loads.append(f"    const {loop_t if convert else st} {v} = {at};")
         else:
             params += [f"const long {v}_s{k}" for k in range(ndim)]
-            loads.append(f"    const {loop_t} {v} = ({loop_t})p{v}[{v}_i];")
+            at = cast.format(v=v, i=v + "_i")
+            loads.append(f"    const {loop_t if convert else st} {v} = {at};")
     body = ["    const long i = (long)get_global_id(0);", "    if (i >= n) return;"]
     if contiguous:
         store = "out[o_off + i]"
@@ -276,12 +341,16 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         if h in e:
             helpers.append(text.replace("_T", "_" + loop_t))
             e = e.replace(h, h.replace("_T", "_" + loop_t))
+    value = f"({e}) != 0" if bools[1] else e
+    code = e + "".join(helpers)
+    exact = _exact_macros(loop_t, fp64) if "FDIV" in code or "FSQRT" in code else ""
     head = ""
-    if "double" in (out_t, loop_t) or any(st == "double" for _, st in kinds):
+    if "double" in (out_t, loop_t) or "double" in exact or \
+            any(st == "double" for _, st in kinds):
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n"
+    prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n{exact}"
     return (head + prelude + "\n".join(helpers) + "\n__kernel void ew(" + ", ".join(params)
-            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({e});\n}}\n")
+            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({value});\n}}\n")
 
 
 class _Plan:
@@ -312,7 +381,7 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> tupl
 
 
 def _plan(dev: Device, expr: str, operands: list[Any], loop: np.dtype, out_dt: np.dtype,
-          shape: tuple[int, ...], out: HostPtrArray) -> _Plan | None:
+          shape: tuple[int, ...], out: HostPtrArray, convert: bool = True) -> _Plan | None:
     nd = len(shape)
     oa = out._a
     item = oa.itemsize
@@ -338,19 +407,21 @@ def _plan(dev: Device, expr: str, operands: list[Any], loop: np.dtype, out_dt: n
     contiguous = len(dims) <= 1 and sts[0] in ((), (1,)) and \
         all(st in ((), (0,), (1,)) for st in sts[1:])
     src = _source(expr, c_type(out_dt), c_type(loop), kinds, 1 if contiguous else len(dims),
-                  contiguous)
+                  contiguous, (loop.kind == "b", out_dt.kind == "b"), supports(dev, _FLOAT64),
+                  convert)
     if contiguous:
         sts = [(st[0] if st else 0,) for st in sts]
     return _Plan(compiled(dev, src, "ew"), contiguous, dims, sts, extents, math.prod(shape))
 
 
 def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
-        out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None
-        ) -> HostPtrArray | None:
+        out_dt: np.dtype, shape: tuple[int, ...], out: HostPtrArray | None = None,
+        convert: bool = True) -> HostPtrArray | None:
     """``out = expr(*operands)`` on ``dev`` element by element (broadcast to ``shape``):
-    operands are HostPtrArrays (converted to ``loop`` when loaded) or numpy scalars of
-    type ``loop``.  ``out`` (in place) or a new pooled result of ``out_dt``.  ``None``
-    where an operand can't be a kernel operand (then nothing happened)."""
+    operands are HostPtrArrays (converted to ``loop`` when loaded, unless not ``convert``)
+    or numpy scalars of type ``loop``.  ``out`` (in place) or a new pooled result of
+    ``out_dt``.  ``None`` where an operand can't be a kernel operand (then nothing
+    happened)."""
     if out is None:
         n = math.prod(shape)
         if n == 0:
@@ -369,12 +440,12 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         dense = oa.flags.c_contiguous or oa.flags.f_contiguous
         mode = "rw" if not dense or any(x is out for x in operands) else "w"
     oa = out._a
-    key = (dev, expr, loop, out_dt, shape, oa.strides,
+    key = (dev, expr, loop, out_dt, shape, oa.strides, convert,
            *[(x._a.dtype, x._a.shape, x._a.strides) if type(x) is HPA else None
              for x in operands])
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _plan(dev, expr, operands, loop, out_dt, shape, out)
+        plan = _plan(dev, expr, operands, loop, out_dt, shape, out, convert)
         if plan is None:
             return None
         _PLANS[key] = plan
@@ -446,7 +517,7 @@ def _typed(name: str, dev: Device, operands: tuple[Any, ...], out: HostPtrArray 
     shapes alone: cached)."""
     loop = _loop(name, operands)
     if loop is None:
-        return None
+        return None  # (an int64 with uint64 comparison: _mixed_comparison, uncached)
     lt, out_dt = loop
     if not (supports(dev, lt) and supports(dev, out_dt)):
         return None
@@ -455,8 +526,9 @@ def _typed(name: str, dev: Device, operands: tuple[Any, ...], out: HostPtrArray 
     expr = _expression(name, lt)
     if expr is None:
         return None
-    if name == "pow" and lt.kind in "iu" and type(operands[1]) is HPA:
-        return None  # numpy refuses negative integer powers, by value
+    if name == "pow" and lt.kind in "iu" and type(operands[1]) is HPA and \
+            operands[1]._a.dtype.kind not in "ub":
+        return None  # numpy refuses negative integer powers, by value: signed arrays here
     try:
         shape = np.broadcast_shapes(*(x._a.shape for x in operands if type(x) is HPA))
     except ValueError:
@@ -480,19 +552,22 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     except KeyError:
         typed = _TYPED[key] = _typed(name, dev, operands, out)
     if typed is None:
-        return None
+        return _mixed_comparison(name, dev, operands, out)
     lt, out_dt, expr, shape = typed
     vals: list[Any] = []
     for x in operands:
         if type(x) is HPA:
             vals.append(x)
             continue
+        if type(x) is int and not -_C_LONG <= x < _C_LONG:
+            return None  # numpy raises or not by the path it takes (bool + 2**63 raises)
         try:  # numpy's own conversion: out-of-range values raise on the host path
             v = lt.type(x)
         except (OverflowError, ValueError, TypeError):
             return None
         vals.append(v)
-    if name == "pow" and lt.kind in "iu" and operands[1] < 0:
+    if name == "pow" and lt.kind in "iu" and type(operands[1]) is not HPA and \
+            operands[1] < 0:
         return None  # numpy refuses negative integer powers, by value
     if out is not None:
         if not out._a.flags.writeable:
@@ -500,6 +575,33 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
+
+
+_COMPARISONS = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+                "greater": ">", "greater_equal": ">="}
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
+_C_LONG = 2**63
+
+
+def _mixed_comparison(name: str, dev: Device, operands: tuple[Any, ...],
+                      out: HostPtrArray | None) -> HostPtrArray | None:
+    """A comparison of an int64 array with a uint64 array (numpy's loop keeps both types:
+    ``-1 < 2**64 - 1`` is True), each operand loaded as it is; else ``None``."""
+    op = _COMPARISONS.get(name)
+    if op is None or out is not None or any(type(x) is not HPA for x in operands):
+        return None
+    types = tuple(x._a.dtype for x in operands)
+    if types == (_INT64, _UINT64):
+        expr = f"cmp_su(a, b) {op} 0"
+    elif types == (_UINT64, _INT64):
+        expr = f"0 {op} cmp_su(b, a)"  # a op b, with b the signed one
+    else:
+        return None
+    try:
+        shape = np.broadcast_shapes(*(x._a.shape for x in operands))
+    except ValueError:
+        return None
+    return run(dev, name, expr, list(operands), _INT64, np.dtype(bool), shape, convert=False)
 
 
 # What the device path computes, for hostarray._compute.device_functions() (the docs'
