@@ -124,6 +124,22 @@ def _argument_dtypes(source: str, name: str) -> list[Any] | None:
     return out
 
 
+_OPTIONS: dict[Device, list[str]] = {}
+
+
+def _options(dev: Device) -> list[str]:
+    """Build options of generated kernels: IEEE 754's correctly rounded float32 division
+    and square root where the device offers them (OpenCL allows 2.5 and 3 ulp otherwise,
+    and NVIDIA's compiler folds the double-precision workaround of
+    :mod:`hostarray._compute.elementwise` back into an approximate float division)."""
+    opts = _OPTIONS.get(dev)
+    if opts is None:
+        cfg = int(getattr(dev._cl_device, "single_fp_config", 0))
+        exact = cfg & int(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+        opts = _OPTIONS[dev] = ["-cl-fp32-correctly-rounded-divide-sqrt"] if exact else []
+    return opts
+
+
 def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
     """The kernel ``name`` of ``source`` built for ``dev`` (cached) and the lock its
     argument setting and enqueue take together.  A build counts in ``ha.stats()``:
@@ -137,7 +153,7 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
         if hit is None:
             rt = dev.runtime
             t0 = time.perf_counter()
-            prg = build_program(rt.context, source, [], str(dev))
+            prg = build_program(rt.context, source, _options(dev), str(dev))
             knl = getattr(prg, name)
             # scalars declared: pyopencl packs them directly instead of trying one
             # conversion after another (70 us per launch for seven arguments on PoCL)
