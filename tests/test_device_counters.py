@@ -34,10 +34,12 @@ _TOUCH = "__kernel void touch(__global float *x) { int i = get_global_id(0); x[i
 
 @pytest.fixture
 def dev(cl_device: ha.Device) -> Iterator[ha.Device]:
-    """The OpenCL device on the copied link, with the default 1 MiB threshold set
-    explicitly (and restored), so no environment setting changes what is tested."""
-    if cl_device.link != "copied":
-        pytest.skip("the device path needs HOSTARRAY_LINK=copied (CI's second command)")
+    """The OpenCL device off a shared link (copied: CI's second command; mapped: a GPU),
+    with the default 1 MiB threshold set explicitly (and restored), so no environment
+    setting changes what is tested."""
+    if cl_device.link == "shared":
+        pytest.skip("the device path needs HOSTARRAY_LINK=copied (CI's second command) or "
+                    "a GPU's mapped link")
     old = ha.set_device_compute_threshold(MIB)
     try:
         yield cl_device

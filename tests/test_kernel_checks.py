@@ -360,8 +360,10 @@ prg.add(16, small, 1.0).wait()
 gc.collect()
 rss0, buf0 = rss(), buffers()
 n = 32 * 2**20  # 128 MiB of float32
-x = ha.zeros(n, dtype=ha.float32, device=dev)
-y = ha.zeros(n, dtype=ha.float32, device=dev)
+# host memory written on the host (resident): ha.zeros on a device may now be filled by the
+# device itself, leaving the host pages untouched (not resident) on a discrete GPU
+x = ha.asarray(np.ones(n, dtype=np.float32), device=dev, copy=True)
+y = ha.asarray(np.ones(n, dtype=np.float32), device=dev, copy=True)
 prg.add(n, x, 1.0)
 prg.copy(n, x, y[: n // 2])  # a sub-buffer too
 np.asarray(y[:4], copy=True)
