@@ -288,6 +288,9 @@ def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
     return True
 
 
+_SOURCES: dict[tuple[Any, ...], str] = {}
+
+
 def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
              ksts: list[tuple[int, ...]], rd: tuple[int, ...], rsts: list[tuple[int, ...]],
              mode: str, parts: int, chunk: int, out: HostPtrArray, o: ArrayArg | None,
@@ -295,8 +298,12 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
              idx_out: HostPtrArray | None, final: bool) -> None:
     """One launch of the reduction kernel (``o``: ``out``'s argument if made already;
     ``final``: ``out`` is the result, else the partial states of pass 1)."""
-    src = _source(spec, [op.dtype for op in ops], len(kd), len(rd), mode, final,
-                  idx_in is not None)
+    key = (spec.op, spec.acc, spec.load, spec.out, spec.map, spec.epilogue, spec.mu, spec.q,
+           *[op.dtype for op in ops], len(kd), len(rd), mode, final, idx_in is not None)
+    src = _SOURCES.get(key)
+    if src is None:
+        src = _SOURCES[key] = _source(spec, [op.dtype for op in ops], len(kd), len(rd), mode,
+                                      final, idx_in is not None)
     kernel = compiled(dev, src, "red")
     n, m = math.prod(kd), math.prod(rd)
     if o is None:
@@ -358,9 +365,26 @@ _SIMPLE = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "any": "or",
            "argmax": "argmax", "argmin": "argmin"}
 
 
+_SPECS: dict[tuple[Any, ...], tuple[Spec, Any] | None] = {}
+
+
 def _spec(name: str, x: HostPtrArray, axis: Any, dtype: Any, keepdims: bool,
           correction: Any) -> tuple[Spec, Any] | None:
-    """The kernel description of reduction ``name`` of ``x`` and its scalar ``q``."""
+    """The kernel description of reduction ``name`` of ``x`` and its scalar ``q`` (cached
+    per types and arguments: numpy's answer on one-element arrays costs microseconds)."""
+    try:
+        key = (name, x._a.dtype, x._a.ndim, axis, dtype, keepdims, correction,
+               type(correction))
+        return _SPECS[key]
+    except KeyError:
+        r = _SPECS[key] = _new_spec(name, x, axis, dtype, keepdims, correction)
+        return r
+    except TypeError:  # an unhashable argument (a list of axes): not cached
+        return _new_spec(name, x, axis, dtype, keepdims, correction)
+
+
+def _new_spec(name: str, x: HostPtrArray, axis: Any, dtype: Any, keepdims: bool,
+              correction: Any) -> tuple[Spec, Any] | None:
     dt, nd = x._a.dtype, x._a.ndim
     if name in ("sum", "prod"):
         rt = _probe(lambda a: getattr(a, name)(axis=axis, dtype=dtype, keepdims=keepdims),
