@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from .._devices import Device
-from .._sharing import register
 from .._storage import PAGE_SIZE, Storage, aligned_empty
 from ..errors import Refused
 
@@ -169,5 +168,6 @@ def take(dev: Device, nbytes: int) -> PooledStorage:
     s = PooledStorage(base)
     s._pool_key = key
     s.add_buffer(dev, buf)
-    register(s)
+    # not registered by address (hostarray._sharing): only hostarray holds this memory;
+    # an export registers the storage when it hands the memory out
     return s

@@ -56,10 +56,6 @@ _GUARD = 64  # bytes around the probed range that must stay untouched
 _IN_USE = object()  # a sub-buffer's last use: handed out, the command not known yet
 
 
-# ranges up to this many bytes are acquired by a read rather than a map on the mapped link
-_READ_IN_PLACE = 1 << 20
-
-
 def sub_range(offset: int, nbytes: int, unit: int, total: int) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` of the sub-buffer for a view of ``nbytes`` at ``offset`` (a
     multiple of ``unit``, the device's sub-buffer alignment) in a buffer of ``total`` bytes:
@@ -351,11 +347,12 @@ class OpenCLBuffer:
         hi = self.nbytes if hi is None else hi
         q = self.runtime.queue
         link = self.link
-        if link == "copied" or (link == "mapped" and hi - lo <= _READ_IN_PLACE):
+        if link != "shared":
             # mapped: a blocking read into the very host memory under the buffer is valid
-            # on an in-order queue with no map outstanding (clEnqueueReadBuffer), and one
-            # driver call instead of a map and an unmap (H200: 12 us against 18 us for 4
-            # bytes, benchmarks/probe_small_acquire.py)
+            # on an in-order queue with no map outstanding (clEnqueueReadBuffer), one driver
+            # call instead of a map and an unmap, and never slower (H200: 13.6 against 23.7
+            # us for 4 bytes, 51.9 against 50.1 GB/s at 16 MiB, 54.8 against 54.7 at 256
+            # MiB; benchmarks/probe_small_acquire.py)
             cl.enqueue_copy(q, self.host[lo:hi], self.buf, src_offset=lo, is_blocking=True)
             return hi - lo
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, lo, (hi - lo,),
