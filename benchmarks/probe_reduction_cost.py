@@ -56,6 +56,26 @@ def main() -> None:
         float(rs.pop())
 
     print(f"{dev} link {dev.link}, {a.size} bytes")
+    keep: list[ha.HostPtrArray] = []
+
+    def split(op: object) -> tuple[float, float]:
+        """Median host time of issuing ``op`` and of the queue finish after it."""
+        issue, drain = [], []
+        for _ in range(a.repeat):
+            q.finish()
+            t0 = time.perf_counter()
+            keep.append(op())  # type: ignore[operator]
+            t1 = time.perf_counter()
+            q.finish()
+            issue.append(t1 - t0)
+            drain.append(time.perf_counter() - t1)
+            keep.clear()
+        return statistics.median(issue) * 1e6, statistics.median(drain) * 1e6
+
+    for label, op in (("ha.sum(x)", lambda: ha.sum(x)), ("x * 2", lambda: x * 2),
+                      ("ha.max(x)", lambda: ha.max(x))):
+        i, d = split(op)
+        print(f"{label:10s} issue {i:8.1f} us, then finish {d:8.1f} us")
     print(f"sum + finish:      {med(launch_only):9.1f} us")
     rs[:] = [ha.sum(x) for _ in range(a.repeat)]
     q.finish()

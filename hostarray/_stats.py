@@ -7,7 +7,7 @@ guessing it from timings.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 
 __all__ = ["Stats", "stats", "reset_stats"]
 
@@ -39,7 +39,8 @@ class Stats:
         Operations the placement rule sent to a device that ran on the host instead
         (a data type or view the device path does not take; see docs/device-compute.md).
     kernels_compiled : int
-        Generated kernels built (each once per operation, data types and device).
+        Generated kernels built (each once per operation, data types, memory layout and
+        device).
     compile_seconds : float
         Time spent building them, apart from everything else.
 
@@ -77,7 +78,7 @@ class _Counters:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.counts: dict[str, float] = dict.fromkeys(_FIELDS, 0)
+        self.counts: dict[str, float] = asdict(Stats())  # compile_seconds a float too
 
     def add(self, **deltas: float) -> None:
         with self.lock:

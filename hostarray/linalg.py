@@ -359,7 +359,9 @@ def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None
     >>> ha.linalg.vector_norm(ha.asarray([3.0, 4.0]))
     HostPtrArray(5., dtype=float64)
     """
-    if type(x) is HostPtrArray and x._s.host_stale:
+    if type(x) is HostPtrArray and x._s.host_stale and (axis is None
+                                                        or isinstance(axis, (int, tuple))):
+        # (other axis values: numpy's error, from the host path)
         r = device_reduction("vector_norm", (x,), axis=axis, keepdims=keepdims, ord=ord)
         if r is not None:
             return r

@@ -542,17 +542,25 @@ def test_setitem_with_gaps_over_host_newest_bytes(dev: ha.Device) -> None:
     x = device_newest(a, dev)
     x[n // 2:] = np.arange(100, 100 + n // 2, dtype=np.int32)  # host-newest second half
     ha.reset_stats()
-    x[n // 2::3] = -7
+    x[n // 2::3] = -7  # the written bytes are the host's newest: the host writes them
     s = ha.stats()
-    if on_device(dev):
-        span = ((n - 1 - n // 2) // 3 * 3 + 1) * 4
-        assert (s.device_ops, s.bytes_published, s.bytes_acquired) == (1, span, 0), s
+    assert (s.device_ops, s.bytes_moved) == (0, 0), s
+    y = device_newest(a, dev)
+    y[3: 4] = np.asarray([5], np.int32)  # a host-newest gap inside a device-newest span
+    ha.reset_stats()
+    y[::2] = -7
+    s = ha.stats()
+    if on_device(dev):  # the gap is published first (4 bytes), nothing acquired
+        assert (s.device_ops, s.bytes_published, s.bytes_acquired) == (1, 4, 0), s
+    ref_y = a.copy()
+    ref_y[3], ref_y[::2] = 5, -7
+    same(y, ref_y)
     x[n // 2 + 1: n // 2 + 2] = np.asarray([5], np.int32)  # a host-newest island
     ha.reset_stats()
-    x[1: n - 1: 4] = -8  # its span is split between the sides: the host writes it
-    s = ha.stats()
+    x[1: n - 1: 4] = -8  # its span is split between the sides: the host-newest bytes of
+    s = ha.stats()       # the span are published (small), the device writes it
     if on_device(dev):
-        assert (s.device_ops, s.host_fallbacks) == (0, 1), s
+        assert (s.device_ops, s.host_fallbacks, s.bytes_acquired) == (1, 0, 0), s
     ref = a.copy()
     ref[n // 2:] = np.arange(100, 100 + n // 2)
     ref[n // 2::3] = -7

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
+from .._compute import result_nbytes as _result_nbytes
 from .._compute import target as _target
 from .._devices import HOST
 from .._storage import Storage, aligned_empty, locked
@@ -303,15 +304,16 @@ def _operand_error(x: Any) -> TypeError:
     return TypeError(f"expected a hostarray array or a Python scalar, got {type(x).__name__}")
 
 
-def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = None
-            ) -> HostPtrArray | None:
+def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = None,
+            fn: Any = None) -> HostPtrArray | None:
     """``name`` computed on the device holding the operands' newest data, or ``None``:
-    compute on the host (see :mod:`hostarray._compute`)."""
+    compute on the host (see :mod:`hostarray._compute`).  ``fn``: numpy's implementation
+    (its result type sizes a broadcast result for the threshold)."""
     if name == "matmul":  # the @ operators: a tiled product, not an element-wise kernel
         from .._compute.matmul import device_matmul  # a device holds data: pyopencl is loaded
 
         return device_matmul(operands[0], operands[1], out)
-    dev = _target(operands)
+    dev = _target(operands, 0 if out is not None else lambda: _result_nbytes(fn, operands))
     if dev is None:
         return None
     from .._compute.elementwise import elementwise  # imports pyopencl: only once a device is used
@@ -324,7 +326,7 @@ def _make_unary(fn: Any, name: str) -> Any:
         if type(x) is HPA:
             s = x._s
             if s.host_stale:
-                r = _device(name, (x,))
+                r = _device(name, (x,), None, fn)
                 if r is not None:
                     return r
                 s.sync_for_host_read(x._a)
@@ -347,7 +349,7 @@ def _make_unary(fn: Any, name: str) -> Any:
 def _make_binary(fn: Any, name: str) -> Any:
     def binary(x1, x2, /):
         if (type(x1) is HPA and x1._s.host_stale) or (type(x2) is HPA and x2._s.host_stale):
-            r = _device(name, (x1, x2))
+            r = _device(name, (x1, x2), None, fn)
             if r is not None:
                 return r
         if type(x1) is HPA:
@@ -386,7 +388,7 @@ def _make_operator(fn: Any, name: str) -> Any:
     def op(self, other, /):
         s = self._s
         if s.host_stale or (type(other) is HPA and other._s.host_stale):
-            r = _device(name, (self, other))
+            r = _device(name, (self, other), None, fn)
             if r is not None:
                 return r
         if s.host_stale:
@@ -412,7 +414,7 @@ def _make_reflected(fn: Any, name: str) -> Any:
     def rop(self, other, /):
         s = self._s
         if s.host_stale or (type(other) is HPA and other._s.host_stale):
-            r = _device(name, (other, self))
+            r = _device(name, (other, self), None, fn)
             if r is not None:
                 return r
         if s.host_stale:
@@ -466,7 +468,7 @@ def _make_unary_operator(fn: Any, name: str) -> Any:
     def op(self, /):
         s = self._s
         if s.host_stale:
-            r = _device(name, (self,))
+            r = _device(name, (self,), None, fn)
             if r is not None:
                 return r
             s.sync_for_host_read(self._a)
@@ -488,7 +490,7 @@ def clip(x: HostPtrArray, /, min: HostPtrArray | int | float | None = None,  # n
         raise _operand_error(x)
     if x._s.host_stale or (type(min) is HPA and min._s.host_stale) or \
             (type(max) is HPA and max._s.host_stale):
-        dev = _target((x, min, max))
+        dev = _target((x, min, max), lambda: _result_nbytes(None, (x, min, max)))
         if dev is not None:
             from .._compute.misc import clip as _clip  # imports pyopencl: a device is used
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._array import HostPtrArray
-from .._compute import target
+from .._compute import result_nbytes, target
 from ._common import as_host, dev_of, device_of, host, result
 from .statistical import device_reduction
 
@@ -111,7 +111,7 @@ def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | An
     """
     if any(type(v) is HostPtrArray and v._s.host_stale for v in (condition, x1, x2)):
         # a device holds newer data: select there if the placement rule says so
-        d = target((condition, x1, x2))
+        d = target((condition, x1, x2), lambda: result_nbytes(None, (condition, x1, x2)))
         if d is not None:
             from .._compute.misc import where as _where  # imports pyopencl
 

@@ -157,10 +157,19 @@ def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
                   dev_of(x))
 
 
+def _cumulative_nbytes(x: HostPtrArray, dtype: Any) -> int:
+    """The size of a cumulative result of ``x`` in ``dtype`` (its initial row left out)."""
+    try:
+        return x._a.size * np.dtype(dtype if dtype is not None else x._a.dtype).itemsize
+    except TypeError:
+        return 0  # a bad dtype: the host path raises numpy's error
+
+
 def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,
                 include_initial: bool) -> HostPtrArray:
     if type(x) is HPA and x._s.host_stale:
-        dev = target((x,))
+        # the result (dtype=, include_initial) may be larger than x: it counts too
+        dev = target((x,), lambda: _cumulative_nbytes(x, dtype))
         if dev is not None:
             from .._compute.reductions import cumulative  # imports pyopencl
 

@@ -29,17 +29,21 @@ returns the record (the documentation's coverage table is generated from it).
 from __future__ import annotations
 
 import importlib
+import math
+import operator
 import os
 import pkgutil
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+import numpy as np
 
 from .._array import HostPtrArray
 from .._coherence import HOST
 from .._devices import Device
 
-__all__ = ["DEVICE_FUNCTIONS", "PUBLISH_LIMIT", "device_compute_threshold",
+__all__ = ["DEVICE_FUNCTIONS", "PUBLISH_LIMIT", "device_compute_threshold", "result_nbytes",
            "device_functions", "register", "set_device_compute_threshold", "target"]
 
 HPA = HostPtrArray
@@ -57,7 +61,8 @@ _lock = threading.Lock()
 
 
 def _from_env() -> int | None:
-    v = os.environ.get(_ENV, "").strip().lower()
+    given = os.environ.get(_ENV, "")
+    v = given.strip().lower()
     if not v:
         return _DEFAULT_THRESHOLD
     if v in ("off", "none", "never"):
@@ -65,14 +70,28 @@ def _from_env() -> int | None:
     try:
         n = int(v)
     except ValueError:
-        raise ValueError(f"{_ENV}={v!r}: give a number of bytes (0: every size) or 'off'"
-                         ) from None
+        raise ValueError(f"{_ENV}={given!r}: give a number of bytes (0: every size) or "
+                         f"'off'") from None
     if n < 0:
-        raise ValueError(f"{_ENV}={v!r}: the threshold must be >= 0 bytes (or 'off')")
+        raise ValueError(f"{_ENV}={given!r}: the threshold must be >= 0 bytes (or 'off')")
     return n
 
 
-_threshold: list[int | None] = [_from_env()]
+class _Unset:
+    pass
+
+
+_UNSET: Any = _Unset()
+# read from the environment at first use, not at import: a bad value raises there (like
+# the other HOSTARRAY_* settings), and ``import hostarray`` never fails on it
+_threshold: list[Any] = [_UNSET]
+
+
+def _parsed() -> int | None:
+    with _lock:
+        if _threshold[0] is _UNSET:
+            _threshold[0] = _from_env()
+        return _threshold[0]
 
 
 def device_compute_threshold() -> int | None:
@@ -89,7 +108,8 @@ def device_compute_threshold() -> int | None:
     >>> ha.device_compute_threshold() is None or ha.device_compute_threshold() >= 0
     True
     """
-    return _threshold[0]
+    v = _threshold[0]
+    return _parsed() if v is _UNSET else v
 
 
 def set_device_compute_threshold(nbytes: int | None) -> int | None:
@@ -103,13 +123,18 @@ def set_device_compute_threshold(nbytes: int | None) -> int | None:
     >>> _ = ha.set_device_compute_threshold(old)
     """
     if nbytes is not None:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        if isinstance(nbytes, (bool, np.bool_)):
+            raise TypeError("the threshold is a number of bytes or None, not a bool")
+        try:
+            nbytes = operator.index(nbytes)  # numpy integers too
+        except TypeError:
             raise TypeError(f"the threshold is a number of bytes or None, not "
-                            f"{type(nbytes).__name__}")
+                            f"{type(nbytes).__name__}") from None
         if nbytes < 0:
             raise ValueError(f"the threshold must be >= 0 bytes, got {nbytes}")
+    old = device_compute_threshold()  # raises for a bad environment value, as before
     with _lock:
-        old, _threshold[0] = _threshold[0], nbytes
+        _threshold[0] = nbytes
     return old
 
 
@@ -117,16 +142,21 @@ def _range(x: HostPtrArray) -> tuple[int, int]:
     return x._s.byte_range(x._a)
 
 
-def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
+def target(operands: tuple[Any, ...],
+           result_nbytes: int | Callable[[], int] = 0) -> Device | None:
     """The device an operation on ``operands`` runs on, or ``None`` for the host (see the
     module's docstring for the rule).  Operands that are not HostPtrArrays must be Python
-    scalars (a numpy array operand keeps the host path)."""
+    scalars (a numpy array operand keeps the host path).  ``result_nbytes``: the result's
+    size, or a function giving it (called only where the operands alone are below the
+    threshold)."""
     limit = _threshold[0]
+    if limit is _UNSET:
+        limit = _parsed()
     if limit is None:
         return None
     dev: Any = None
     newest = False
-    largest = result_nbytes
+    largest = result_nbytes if type(result_nbytes) is int else 0
     small_host: list[HostPtrArray] = []
     for x in operands:
         if type(x) is not HPA:
@@ -140,6 +170,8 @@ def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
             dev = d
         elif d is not dev:
             return None  # the host path raises the mixed-device error
+        if x._a.ndim > 32:
+            return None  # numpy's broadcasting helpers stop at 32 operands/dimensions
         s = x._s
         n = x._a.nbytes
         if n > largest:
@@ -163,14 +195,37 @@ def target(operands: tuple[Any, ...], result_nbytes: int = 0) -> Device | None:
             small_host.append(x)
         else:
             return None  # the newest bytes are on another device (or split): the host path
-    if not newest or largest < limit:
+    if not newest:
         return None
+    if largest < limit:
+        if type(result_nbytes) is int or result_nbytes() < limit:  # type: ignore[operator]
+            return None
     for x in small_host:
-        if x._a.nbytes > PUBLISH_LIMIT:
+        lo, hi = _range(x)  # a strided view publishes its whole span
+        if hi - lo > PUBLISH_LIMIT:
             return None
     if dev.link == "shared":
         return None
     return dev
+
+
+def result_nbytes(fn: Any, operands: tuple[Any, ...]) -> int:
+    """Bytes of the broadcast result of numpy's ``fn`` on ``operands`` (HostPtrArrays and
+    Python scalars): its type as ``fn`` resolves it where ``fn`` is a ufunc, else the
+    widest operand's; 0 where the shapes don't broadcast (the host path raises)."""
+    arrays = [x._a for x in operands if type(x) is HPA]
+    try:
+        n = math.prod(np.broadcast_shapes(*(a.shape for a in arrays)))
+    except (ValueError, RuntimeError):
+        return 0
+    item = max(a.itemsize for a in arrays)
+    if isinstance(fn, np.ufunc):
+        try:
+            dts = tuple(x._a.dtype if type(x) is HPA else type(x) for x in operands)
+            item = fn.resolve_dtypes((*dts, None))[-1].itemsize
+        except (TypeError, ValueError):
+            pass
+    return n * item
 
 
 def register(names: Iterable[str], note: str = "") -> None:

@@ -289,6 +289,34 @@ def _exact_macros(loop_t: str, fp64: bool) -> str:
     return "#define FDIV(x, y) ((x) / (y))\n#define FSQRT(x) sqrt(x)\n"
 
 
+_INT32_VIA = ("char", "uchar", "short", "ushort", "int")
+
+
+def _conv(v: str, src: str, dst: str) -> str:
+    """C text converting ``v`` of C type ``src`` to ``dst`` as numpy does (x86-64).
+
+    A float to an integer goes through a 32-bit conversion for types up to 32 bits but
+    ``uint`` (numpy's casts compile to ``cvttsd2si``), a 64-bit one otherwise, then wraps
+    to the width; a value the conversion can't hold (NaN, out of range) gives its lowest
+    value, as the instruction does.  C leaves these conversions undefined (a GPU saturates,
+    PoCL differed with the array's length); the standard too, so this only keeps the
+    device's answer the host path's (numpy's own SIMD and scalar loops disagree for some
+    values outside the target's range; these follow its scalar loop, C's conversion through
+    ``int``/``long``).  The bounds are powers of two, exact in ``src``."""
+    if src not in ("float", "double") or dst in ("float", "double"):
+        return v if src == dst else f"({dst})({v})"
+    f = "f" if src == "float" else ""
+    if dst in _INT32_VIA:
+        return (f"({dst})((({v}) >= -2147483648.0{f} && ({v}) < 2147483648.0{f}) "
+                f"? (int)({v}) : (int)0x80000000)")
+    via64 = (f"((({v}) >= -9223372036854775808.0{f} && ({v}) < 9223372036854775808.0{f}) "
+             f"? (long)({v}) : (long)0x8000000000000000L)")
+    if dst == "ulong":
+        return (f"((({v}) >= 9223372036854775808.0{f} && ({v}) < 18446744073709551616.0{f}) "
+                f"? (ulong)({v}) : (ulong){via64})")
+    return f"({dst}){via64}"
+
+
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
             contiguous: bool, bools: tuple[bool, bool] = (False, False), fp64: bool = False,
             convert: bool = True) -> str:
@@ -297,8 +325,11 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
     are ``bool`` (numpy converts to bool by ``!= 0``, where a C cast to ``uchar`` would
     truncate 0.5 to 0 and wrap 256 to 0); ``fp64``: whether the device has ``double``;
     ``convert``: operands are converted to the loop type (else loaded as they are)."""
-    cast = "(p{v}[{i}] != 0)" if bools[0] else f"({loop_t})p{{v}}[{{i}}]" if convert \
-        else "p{v}[{i}]"
+    def load(v: str, i: str, st: str) -> str:
+        if bools[0]:
+            return f"(p{v}[{i}] != 0)"
+        return _conv(f"p{v}[{i}]", st, loop_t) if convert else f"p{v}[{i}]"
+
     u = _UNSIGNED[loop_t]
     w = ("ulong" if loop_t in ("long", "ulong") else "uint") if u != loop_t or \
         loop_t.startswith("u") else loop_t
@@ -318,11 +349,11 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         params += [f"__global const {st} *p{v}", f"const long {v}_off"]
         if contiguous:
             params.append(f"const long {v}_s0")  # 1 or 0 (broadcast)
-            at = cast.format(v=v, i=f"{v}_off + i * {v}_s0")
+            at = load(v, f"{v}_off + i * {v}_s0", st)
             loads.append(f"    const {loop_t if convert else st} {v} = {at};")
         else:
             params += [f"const long {v}_s{k}" for k in range(ndim)]
-            at = cast.format(v=v, i=v + "_i")
+            at = load(v, v + "_i", st)
             loads.append(f"    const {loop_t if convert else st} {v} = {at};")
     body = ["    const long i = (long)get_global_id(0);", "    if (i >= n) return;"]
     if contiguous:
@@ -350,7 +381,9 @@ def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], nd
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
     prelude = f"#define T {loop_t}\n#define U {u}\n#define W {w}\n{exact}"
     return (head + prelude + "\n".join(helpers) + "\n__kernel void ew(" + ", ".join(params)
-            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = ({out_t})({value});\n}}\n")
+            + ") {\n" + "\n".join(body + loads) + f"\n    {store} = "
+            + (f"({out_t})({value})" if bools[1] else _conv(f"({value})", loop_t, out_t))
+            + ";\n}\n")
 
 
 class _Plan:
@@ -535,11 +568,24 @@ def _typed(name: str, dev: Device, operands: tuple[Any, ...], out: HostPtrArray 
         return None
     if out is not None:
         # numpy's in-place rule: the result type cast to out's "same_kind"
-        if not np.can_cast(out_dt, out._a.dtype, "same_kind") or shape != out._a.shape \
-                or not supports(dev, out._a.dtype):
+        if not np.can_cast(out_dt, out._a.dtype, "same_kind"):
+            return _CAST_ERROR
+        if shape != out._a.shape or not supports(dev, out._a.dtype):
             return None
         out_dt = out._a.dtype
     return lt, out_dt, expr, shape
+
+
+_POWERS = {0.5: "FSQRT(a)", -1.0: "FDIV((T)1, a)", 2.0: "a * a"}
+_CAST_ERROR: Any = ("cast error",)  # _typed's answer for an in-place result out can't hold
+
+
+def _raise_cast_error(name: str, operands: tuple[Any, ...], out: Any) -> None:
+    """Raise numpy's casting error of ``out = name(*operands)`` in place, from one-element
+    stand-ins: the values don't matter, and nothing is moved or counted for an error."""
+    stand_ins = [np.zeros(1, x._a.dtype) if type(x) is HPA else x for x in operands]
+    with np.errstate(all="ignore"):
+        _RESOLVE[name](*stand_ins, out=np.zeros(1, out._a.dtype))
 
 
 def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
@@ -553,6 +599,9 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         typed = _TYPED[key] = _typed(name, dev, operands, out)
     if typed is None:
         return _mixed_comparison(name, dev, operands, out)
+    if typed is _CAST_ERROR:
+        _raise_cast_error(name, operands, out)
+        return None
     lt, out_dt, expr, shape = typed
     vals: list[Any] = []
     for x in operands:
@@ -566,9 +615,13 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         except (OverflowError, ValueError, TypeError):
             return None
         vals.append(v)
-    if name == "pow" and lt.kind in "iu" and type(operands[1]) is not HPA and \
-            operands[1] < 0:
-        return None  # numpy refuses negative integer powers, by value
+    if name == "pow" and type(operands[1]) is not HPA:
+        if lt.kind in "iu" and operands[1] < 0:
+            return None  # numpy refuses negative integer powers, by value
+        if lt.kind == "f":
+            # numpy's scalar fast paths: x ** 0.5 is sqrt (nan for -inf, -0.0 for -0.0),
+            # x ** -1 the exact reciprocal, x ** 2 the square
+            expr = _POWERS.get(float(operands[1]), expr)
     if out is not None:
         if not out._a.flags.writeable:
             return None

@@ -110,27 +110,6 @@ def _operands(values: tuple[Any, ...], dt: np.dtype, dev: Device) -> list[Any] |
     return out
 
 
-def _three(ops: list[Any], shape: tuple[int, ...], dev: Device) -> list[Any] | None:
-    """``ops`` ready for a three-operand :func:`run`.
-
-    Works around a name clash in ``elementwise._source``: its strided form declares an
-    index temporary ``c``, the name of a third operand, so such a kernel fails to build.
-    The contiguous form has no temporary; every array operand that would need strides is
-    first copied (on the device) to a C-ordered array of the full ``shape``."""
-    if len(ops) < 3:
-        return ops
-    out = []
-    for v in ops:
-        if type(v) is HPA and v._a.size != 1 and not (v._a.shape == shape
-                                                        and v._a.flags.c_contiguous):
-            dt = v._a.dtype
-            v = run(dev, "broadcast", "a", [v], dt, dt, shape)
-            if v is None:
-                return None
-        out.append(v)
-    return out
-
-
 def where(condition: HostPtrArray, x1: Any, x2: Any, dev: Device) -> HostPtrArray | None:
     """``where(condition, x1, x2)`` on ``dev`` (numpy's result type), or ``None``."""
     return _fallback(_where(condition, x1, x2, dev))
@@ -151,9 +130,6 @@ def _where(condition: HostPtrArray, x1: Any, x2: Any, dev: Device) -> HostPtrArr
     ops = _operands((condition, x1, x2), dt, dev)
     shape = _shape((condition, x1, x2))
     if ops is None or shape is None or math.prod(shape) == 0:
-        return None
-    ops = _three(ops, shape, dev)
-    if ops is None:
         return None
     return run(dev, "where", "(a != 0) ? b : c", ops, dt, dt, shape)
 
@@ -193,9 +169,6 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
     ops = _operands(values, dt, dev)
     shape = _shape(values)
     if ops is None or shape is None or math.prod(shape) == 0:
-        return None
-    ops = _three(ops, shape, dev)
-    if ops is None:
         return None
     kind = dt.kind
     if lo is None:
@@ -284,14 +257,17 @@ def _empty(dev: Device, shape: tuple[int, ...], dt: np.dtype) -> HostPtrArray | 
 
 def _on_device(v: HostPtrArray, dev: Device) -> bool:
     """Whether a launch on ``dev`` can use the byte span of ``v`` moving nothing, or at
-    most a small publish: current on ``dev``, or current on the host and at most
-    :data:`~hostarray._compute.PUBLISH_LIMIT` bytes (not split between the sides)."""
+    most a small publish: every byte current on ``dev`` or on the host, and the
+    host-newest ones at most :data:`~hostarray._compute.PUBLISH_LIMIT` bytes."""
     s = v._s
     coh = s.coh
     lo, hi = s.byte_range(v._a)
-    if coh is None or dev not in s.buffers or not coh.is_current(dev, lo, hi):
-        return hi - lo <= PUBLISH_LIMIT and (coh is None or coh.is_host_current(lo, hi))
-    return True
+    if coh is None or dev not in s.buffers:
+        return hi - lo <= PUBLISH_LIMIT
+    # what the launch would publish (the host-newest parts only); nothing may have to
+    # come from another device first
+    acquires, publishes = coh.plan_device_read(dev, lo, hi)
+    return not acquires and sum(b - a for a, b, _ in publishes) <= PUBLISH_LIMIT
 
 
 def _link_ok(x: HostPtrArray, dev: Device) -> bool:
@@ -351,9 +327,22 @@ def setitem(x: HostPtrArray, key: Any, value: Any) -> bool:
         target = _basic_target(x._a, key)
     except (IndexError, TypeError, ValueError):
         return False  # numpy's error comes from the host path
-    if target is None or target.size == 0:
+    if target is None or target.size == 0 or target.ndim > 32:
         return False
+    if not _device_newest(x, target) and not (type(value) is HPA
+                                             and _device_newest(value, value._a)):
+        return False  # the placement rule: the newest bytes are the host's, so is the work
     return _fallback(_setitem(x, _new(target, x._s, dev), value, dev)) is not None
+
+
+def _device_newest(x: HostPtrArray, view: np.ndarray) -> bool:
+    """Whether some bytes ``view`` (of ``x``'s storage) covers are newer on a device than
+    on the host."""
+    coh = x._s.coh
+    if coh is None:
+        return False
+    lo, hi = x._s.byte_range(view)
+    return not coh.is_host_current(lo, hi)
 
 
 def _setitem(x: HostPtrArray, out: HostPtrArray, value: Any, dev: Device) -> Any:

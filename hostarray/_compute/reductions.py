@@ -102,7 +102,9 @@ def _combine(op: str, acc: np.dtype) -> str:
         sym = "+" if op == "add" else "*"
         e = f"x {sym} y" if k == "f" else f"(A)((WA)(UA)x {sym} (WA)(UA)y)"
     elif k == "f":
-        cmp = ">=" if op == "max" else "<="
+        # NaN wins; on a tie (-0.0 and 0.0) the later element, as numpy's maximum and
+        # minimum return their second operand (x holds the earlier elements, y the later)
+        cmp = ">" if op == "max" else "<"
         e = f"((x {cmp} y || isnan(x)) ? x : y)"
     else:
         e = f"(x {'>=' if op == 'max' else '<='} y ? x : y)"
@@ -368,13 +370,18 @@ _SIMPLE = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "any": "or",
 _SPECS: dict[tuple[Any, ...], tuple[Spec, Any] | None] = {}
 
 
+def _types(v: Any) -> Any:
+    return tuple(type(e) for e in v) if type(v) is tuple else type(v)
+
+
 def _spec(name: str, x: HostPtrArray, axis: Any, dtype: Any, keepdims: bool,
           correction: Any) -> tuple[Spec, Any] | None:
     """The kernel description of reduction ``name`` of ``x`` and its scalar ``q`` (cached
     per types and arguments: numpy's answer on one-element arrays costs microseconds)."""
     try:
-        key = (name, x._a.dtype, x._a.ndim, axis, dtype, keepdims, correction,
-               type(correction))
+        # types too: True == 1 and np.True_ == 1, but numpy refuses a bool axis
+        key = (name, x._a.dtype, x._a.ndim, axis, _types(axis), dtype, keepdims,
+               type(keepdims), correction, type(correction))
         return _SPECS[key]
     except KeyError:
         r = _SPECS[key] = _new_spec(name, x, axis, dtype, keepdims, correction)
