@@ -583,9 +583,14 @@ _CAST_ERROR: Any = ("cast error",)  # _typed's answer for an in-place result out
 def _raise_cast_error(name: str, operands: tuple[Any, ...], out: Any) -> None:
     """Raise numpy's casting error of ``out = name(*operands)`` in place, from one-element
     stand-ins: the values don't matter, and nothing is moved or counted for an error."""
-    stand_ins = [np.zeros(1, x._a.dtype) if type(x) is HPA else x for x in operands]
+    stand_ins = [np.zeros((1,) * x._a.ndim, x._a.dtype) if type(x) is HPA else x
+                 for x in operands]
+    target = np.zeros((1,) * out._a.ndim, out._a.dtype)
     with np.errstate(all="ignore"):
-        _RESOLVE[name](*stand_ins, out=np.zeros(1, out._a.dtype))
+        if name == "floor_divide":  # the host path's own function is no ufunc: it copies
+            np.copyto(target, _RESOLVE[name](*stand_ins), casting="same_kind")
+        else:
+            _RESOLVE[name](*stand_ins, out=target)
 
 
 def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
