@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _device_helpers import C_TYPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -87,9 +88,7 @@ def on_device(dev: ha.Device) -> bool:
 
 
 _TOUCH: dict[tuple[Any, str], Any] = {}
-_C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
-      "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float32": "float",
-      "float64": "double", "complex64": "float2", "complex128": "double2"}
+_C = {**C_TYPES, "complex64": "float2", "complex128": "double2"}
 
 
 def _touch(dev: ha.Device, x: Any) -> None:

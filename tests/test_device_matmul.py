@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _device_helpers import C_TYPES as _C
+from _device_helpers import DTYPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,11 +24,6 @@ from hostarray._array import _view
 
 pytestmark = pytest.mark.device
 
-DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
-          np.uint64, np.float32, np.float64]
-_C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
-      "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float32": "float",
-      "float64": "double"}
 OPS: dict[str, Callable[[Any, Any], Any]] = {
     "@": lambda x, y: x @ y, "matmul": ha.matmul, "linalg.matmul": ha.linalg.matmul}
 SETTINGS = settings(max_examples=60, deadline=None, database=None,

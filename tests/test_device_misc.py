@@ -12,11 +12,12 @@ link it must not (by design), and the values are the same.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from _device_helpers import C_TYPES as _C
+from _device_helpers import DTYPES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -25,24 +26,9 @@ import hostarray as ha
 
 pytestmark = pytest.mark.device
 
-DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
-          np.uint64, np.float32, np.float64]
-_C = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
-      "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float32": "float",
-      "float64": "double"}
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-
-
-@pytest.fixture
-def dev(cl_device: ha.Device) -> Iterator[ha.Device]:
-    """The OpenCL device, with the device path taken at every size (restored after)."""
-    old = ha.set_device_compute_threshold(0)
-    try:
-        yield cl_device
-    finally:
-        ha.set_device_compute_threshold(old)
 
 
 def on_device(dev: ha.Device) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _device_helpers import DTYPES
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +28,6 @@ from hostarray._compute.launch import c_type
 # numpy warns computing the expected values of data with NaN and infinities
 pytestmark = [pytest.mark.device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
-DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
-          np.uint64, np.float32, np.float64]
 # HOSTARRAY_THOROUGH=1 (--thorough's variable): 10x the examples
 SETTINGS = settings(max_examples=250 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 25,
                     deadline=None,

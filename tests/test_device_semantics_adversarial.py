@@ -19,15 +19,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _device_helpers import C_TYPES as CTYPE
 
 import hostarray as ha
 
 pytestmark = pytest.mark.device
 
 ROOT = Path(__file__).resolve().parents[1]
-CTYPE = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
-         "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
-         "uint64": "ulong", "float32": "float", "float64": "double"}
 
 
 @pytest.fixture

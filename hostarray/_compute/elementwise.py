@@ -57,7 +57,7 @@ import numpy as np
 
 from .._array import HostPtrArray, _new
 from .._devices import Device
-from .._sharing import memory_fault
+from .._sharing import extent, memory_fault
 from .._stats import COUNTERS
 from .._storage import address_of
 from . import pool, register
@@ -404,13 +404,7 @@ _PLANS: dict[tuple[Any, ...], _Plan] = {}
 def _extent(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> tuple[int, int]:
     """Bytes before and after the first element that a view of ``shape`` and byte
     ``strides`` reaches: ``[offset + lo, offset + hi)``."""
-    lo = hi = 0
-    for n, st in zip(shape, strides):
-        if st < 0:
-            lo += (n - 1) * st
-        else:
-            hi += (n - 1) * st
-    return lo, hi + item
+    return extent(0, shape, strides, item)
 
 
 def _plan(dev: Device, expr: str, operands: list[Any], loop: np.dtype, out_dt: np.dtype,
