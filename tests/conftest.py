@@ -27,3 +27,18 @@ def dev(cl_device: ha.Device) -> Iterator[ha.Device]:
         yield cl_device
     finally:
         ha.set_device_compute_threshold(old)
+
+
+@pytest.fixture
+def off_shared(cl_device: ha.Device) -> Iterator[ha.Device]:
+    """``cl_device`` off a shared link: where the device's own link is shared, the buffers
+    made inside are copied ones (as ``HOSTARRAY_LINK=copied`` makes them), so tests of the
+    device compute path run in both CI passes instead of skipping in the first."""
+    if cl_device.link != "shared":
+        yield cl_device
+        return
+    from hostarray.bench import forced_link
+
+    with forced_link(cl_device, "copied"):
+        yield cl_device
+    ha.clear_pool()  # its storages have copied buffers

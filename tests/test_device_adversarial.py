@@ -24,12 +24,10 @@ MIB = 1 << 20
 
 
 @pytest.fixture
-def dev(cl_device: ha.Device) -> Iterator[ha.Device]:
-    if cl_device.link == "shared":
-        pytest.skip("the device path needs HOSTARRAY_LINK=copied or a GPU's mapped link")
+def dev(off_shared: ha.Device) -> Iterator[ha.Device]:
     old = ha.set_device_compute_threshold(0)
     try:
-        yield cl_device
+        yield off_shared
     finally:
         ha.set_device_compute_threshold(old)
 

@@ -213,9 +213,8 @@ def _counts(fn):
 
 
 @pytest.mark.parametrize("case", ["broadcast", "true_divide", "where", "cumulative_sum"])
-def test_result_over_threshold_runs_on_the_device(cl_device, one_mib, case) -> None:
-    if cl_device.link not in ("mapped", "copied"):
-        pytest.skip("the device path runs only off a shared link")
+def test_result_over_threshold_runs_on_the_device(off_shared, one_mib, case) -> None:
+    cl_device = off_shared
     if case == "broadcast":       # (K,) float32 + (4, 1) float32 -> (4, K) float32: 2 MiB
         a = on_device(cl_device, np.ones(K), "float32")
         b = on_device(cl_device, np.ones((4, 1)), "float32")
@@ -241,9 +240,8 @@ def test_result_over_threshold_runs_on_the_device(cl_device, one_mib, case) -> N
 # --- device_ops counts "operations" (``x * x + 1`` is two): one ha.where call with
 # --- broadcasting operands counts (and launches) four
 
-def test_where_with_broadcasting_is_one_device_op(cl_device, device_path) -> None:
-    if cl_device.link not in ("mapped", "copied"):
-        pytest.skip("the device path runs only off a shared link")
+def test_where_with_broadcasting_is_one_device_op(off_shared, device_path) -> None:
+    cl_device = off_shared
     c = on_device(cl_device, [[True], [False]], "bool")
     x = on_device(cl_device, [1.0, 2.0, 3.0], "float32")
     y = on_device(cl_device, [[9.0], [8.0]], "float32")
