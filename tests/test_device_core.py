@@ -120,3 +120,14 @@ def test_three_strided_operands(copied: ha.Device) -> None:
             f32, f32, (4, 3))
     assert r is not None
     np.testing.assert_array_equal(np.asarray(r), a[:, ::2] * a[:, 1::2] + a[::-1, ::2])
+
+
+def test_broadcast_arrays_leaves_the_array_writeable(copied: ha.Device) -> None:
+    """numpy's broadcast_arrays returns an input that needs no broadcasting as that very
+    object, marked read-only: it must not be the storage's own array (a later acquire into
+    it, or a kernel writing it, would be refused)."""
+    x = device_newest(copied, np.arange(4, dtype=np.float32))
+    (v,) = ha.broadcast_arrays(x)
+    np.testing.assert_array_equal(np.asarray(v), np.arange(4) + 1)  # the acquire works
+    x[0] = 7.0  # x stays writeable
+    assert float(x[0]) == 7.0

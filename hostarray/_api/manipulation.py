@@ -35,7 +35,9 @@ def broadcast_arrays(*arrays: HostPtrArray) -> tuple[HostPtrArray, ...]:
     ((2, 3), (2, 3))
     """
     device_of(*arrays)
-    views = np.broadcast_arrays(*(view_of(a) for a in arrays))
+    # fresh views in: numpy marks the arrays it returns read-only, and for an input that
+    # needs no broadcasting it returns that very object (it must not be the storage's own)
+    views = np.broadcast_arrays(*(view_of(a)[...] for a in arrays))
     for v in views:
         v.flags.writeable = False  # as broadcast_to: a write would hit repeated elements
     return tuple(_view(a, v) for a, v in zip(arrays, views))
