@@ -214,23 +214,23 @@ def _counts(fn):
 
 @pytest.mark.parametrize("case", ["broadcast", "true_divide", "where", "cumulative_sum"])
 def test_result_over_threshold_runs_on_the_device(off_shared, one_mib, case) -> None:
-    cl_device = off_shared
+    dev = off_shared
     if case == "broadcast":       # (K,) float32 + (4, 1) float32 -> (4, K) float32: 2 MiB
-        a = on_device(cl_device, np.ones(K), "float32")
-        b = on_device(cl_device, np.ones((4, 1)), "float32")
+        a = on_device(dev, np.ones(K), "float32")
+        b = on_device(dev, np.ones((4, 1)), "float32")
         def fn():
             return a + b
     elif case == "true_divide":   # int32 / 2 -> float64: 1 MiB
-        a = on_device(cl_device, np.ones(K), "int32")
+        a = on_device(dev, np.ones(K), "int32")
         def fn():
             return a / 2
     elif case == "where":         # where((4, 1), (K,), 0.0) -> (4, K) float32: 2 MiB
-        a = on_device(cl_device, np.ones(K), "float32")
-        c = on_device(cl_device, np.ones((4, 1)), "bool")
+        a = on_device(dev, np.ones(K), "float32")
+        c = on_device(dev, np.ones((4, 1)), "bool")
         def fn():
             return ha.where(c, a, 0.0)
     else:                         # cumulative_sum(int32, dtype=int64): 1 MiB
-        a = on_device(cl_device, np.ones(K), "int32")
+        a = on_device(dev, np.ones(K), "int32")
         def fn():
             return ha.cumulative_sum(a, dtype=ha.int64)
     _, s = _counts(fn)
@@ -238,13 +238,13 @@ def test_result_over_threshold_runs_on_the_device(off_shared, one_mib, case) -> 
 
 
 # --- device_ops counts "operations" (``x * x + 1`` is two): one ha.where call with
-# --- broadcasting operands counts (and launches) four
+# --- broadcasting operands counted (and launched) four before a fix
 
 def test_where_with_broadcasting_is_one_device_op(off_shared, device_path) -> None:
-    cl_device = off_shared
-    c = on_device(cl_device, [[True], [False]], "bool")
-    x = on_device(cl_device, [1.0, 2.0, 3.0], "float32")
-    y = on_device(cl_device, [[9.0], [8.0]], "float32")
+    dev = off_shared
+    c = on_device(dev, [[True], [False]], "bool")
+    x = on_device(dev, [1.0, 2.0, 3.0], "float32")
+    y = on_device(dev, [[9.0], [8.0]], "float32")
     ha.reset_stats()
     r = ha.where(c, x, y)
     s = ha.stats()
