@@ -33,11 +33,6 @@ REJECT_SHARE = float(os.environ.get("HOSTARRAY_REJECT_SHARE", "0.5"))
 _DEVICE_COMPUTE_ENV = "HOSTARRAY_TEST_DEVICE_COMPUTE"
 _DEVICE_COMPUTE = os.environ.get(_DEVICE_COMPUTE_ENV, "") == "1"
 
-# Device-compute mode only: tests that fail because of a known device-path bug, each with the
-# bug (node id -> reason).  Keep it short and honest: an entry leaves when its bug is fixed.
-_DEVICE_COMPUTE_SKIPS: dict[str, str] = {
-}
-
 _COMMON = dict(deadline=None, derandomize=False, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                       HealthCheck.data_too_large,
@@ -99,9 +94,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     here = os.path.dirname(os.path.abspath(__file__))
     done: set[int] = set()
     for item in items:
-        if _DEVICE_COMPUTE and item.nodeid in _DEVICE_COMPUTE_SKIPS:
-            item.add_marker(pytest.mark.skip(reason="device compute: "
-                                             + _DEVICE_COMPUTE_SKIPS[item.nodeid]))
         fn = getattr(item, "obj", None)
         if (fn is None or not getattr(fn, "is_hypothesis_test", False) or id(fn) in done
                 or not os.path.abspath(str(item.path)).startswith(here + os.sep)):

@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _device_helpers import C_TYPES as _C
-from _device_helpers import DTYPES
+from _device_helpers import DTYPES, device_newest, on_device
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,29 +36,6 @@ def dev(cl_device: ha.Device) -> Any:
     old = ha.set_device_compute_threshold(0)
     yield cl_device
     ha.set_device_compute_threshold(old)
-
-
-def on_device(dev: ha.Device) -> bool:
-    """Whether device-newest operands compute on ``dev`` (not on a shared link)."""
-    return dev.link != "shared"
-
-
-_TOUCH: dict[tuple[Any, str], Any] = {}
-
-
-def device_newest(a: np.ndarray, dev: ha.Device) -> Any:
-    """``a`` on ``dev``, its newest bytes written there by a kernel (read-write pointer)."""
-    x = ha.asarray(a, device=dev, copy=True)
-    t = _C[x.dtype.name]
-    prg = _TOUCH.get((dev, t))
-    if prg is None:
-        head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if t == "double" else ""
-        prg = _TOUCH[dev, t] = ha.Program(
-            head + f"__kernel void k(__global {t} *x) {{ size_t i = get_global_id(0); "
-                   "x[i] = x[i]; }", device=dev)
-    prg.k(x.size, x)
-    assert not on_device(dev) or x._s.host_stale
-    return x
 
 
 def values(rng: np.random.Generator, dt: Any, shape: tuple[int, ...]) -> np.ndarray:

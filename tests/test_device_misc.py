@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _device_helpers import C_TYPES as _C
-from _device_helpers import DTYPES
+from _device_helpers import DTYPES, device_newest, on_device
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -29,30 +29,6 @@ pytestmark = pytest.mark.device
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-
-
-def on_device(dev: ha.Device) -> bool:
-    """Whether device-newest data is computed on ``dev`` (not on a shared link)."""
-    return dev.link != "shared"
-
-
-_TOUCH: dict[tuple[Any, str], Any] = {}
-
-
-def device_newest(a: np.ndarray, dev: ha.Device) -> ha.HostPtrArray:
-    """``a`` on ``dev``, its newest bytes written there by a kernel (read-write pointer)."""
-    x = ha.asarray(a, device=dev, copy=True)  # a C-ordered copy
-    t = _C[x.dtype.name]
-    prg = _TOUCH.get((dev, t))
-    if prg is None:
-        head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if t == "double" else ""
-        prg = _TOUCH[dev, t] = ha.Program(
-            head + f"__kernel void k(__global {t} *x) {{ size_t i = get_global_id(0); "
-                   "x[i] = x[i]; }", device=dev)
-    if x.size:
-        prg.k(x.size, x)
-    assert not on_device(dev) or not x.size or x._s.host_stale
-    return x
 
 
 def moved() -> int:

@@ -57,11 +57,11 @@ import numpy as np
 
 from .._array import HostPtrArray, _new
 from .._devices import Device
-from .._sharing import extent, memory_fault
+from .._sharing import extent
 from .._stats import COUNTERS
 from .._storage import address_of
 from . import pool, register
-from .launch import ArrayArg, c_type, compiled, enqueue, supports
+from .launch import ArrayArg, c_type, compiled, enqueue, supports, usable
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
 
@@ -502,10 +502,7 @@ def _arg(x: HostPtrArray, dev: Device, mode: str, strides: tuple[int, ...],
     """``x`` as a kernel operand (see :func:`array_arg`), its layout known from the plan."""
     a, s = x._a, x._s
     off = address_of(a) - s.address
-    if off % a.itemsize:
-        return None
-    if dev not in s.buffers and (s.contiguous_bytes() is None
-                                 or memory_fault(s.base, dev, 0) is not None):
+    if off % a.itemsize or not usable(s, dev):
         return None
     return ArrayArg(x, off // a.itemsize, strides, off + extent[0], off + extent[1], mode)
 

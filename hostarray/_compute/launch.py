@@ -26,10 +26,12 @@ from .._sharing import ensure_buffer, memory_fault
 from .._stats import COUNTERS
 from .._storage import address_of, locked
 from ..backends.opencl import build_program
+from ..errors import BadLaunch
 from ..kernels import _PENDING, Launch, _Pending, _Run
 from .pool import PooledStorage
 
-__all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue", "supports"]
+__all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue", "supports",
+           "usable"]
 
 GROUP = 256  # work-items per group of the generated kernels
 
@@ -80,6 +82,13 @@ class ArrayArg:
         self.lo, self.hi, self.mode = lo, hi, mode
 
 
+def usable(s: Any, dev: Device) -> bool:
+    """Whether storage ``s`` has, or may get, a buffer on ``dev`` (one range of memory the
+    device may use): checked before anything is created or moved."""
+    return dev in s.buffers or (s.contiguous_bytes() is not None
+                                and memory_fault(s.base, dev, 0) is None)
+
+
 def array_arg(x: HostPtrArray, dev: Device, mode: str = "r") -> ArrayArg | None:
     """``x`` as a generated kernel's operand on ``dev`` (``mode`` ``"r"``, ``"w"`` or
     ``"rw"``), or ``None`` where it can't be one: its offset or strides are not whole
@@ -87,10 +96,7 @@ def array_arg(x: HostPtrArray, dev: Device, mode: str = "r") -> ArrayArg | None:
     a, s = x._a, x._s
     item = a.itemsize
     off = address_of(a) - s.address
-    if off % item or any(st % item for st in a.strides):
-        return None
-    if dev not in s.buffers and (s.contiguous_bytes() is None
-                                 or memory_fault(s.base, dev, 0) is not None):
+    if off % item or any(st % item for st in a.strides) or not usable(s, dev):
         return None
     lo, hi = s.byte_range(a)
     return ArrayArg(x, off // item, tuple(st // item for st in a.strides), lo, hi, mode)
@@ -201,6 +207,8 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
             try:
                 knl.set_args(*cl_args)
                 ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, knl, gs, (GROUP,))
+            except cl.Error as e:  # typed as a user kernel's refusal; nothing was recorded
+                raise BadLaunch(name, f"the driver refused the launch: {e}") from None
             finally:
                 # the kernel object must not keep these memory objects alive (see kernels.py)
                 for j, v in enumerate(args):

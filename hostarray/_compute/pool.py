@@ -100,13 +100,19 @@ class PooledStorage(Storage):
             # owner) would see the next result's bytes: then the memory is not reused
             if buf.host is not base or _owner_refs(base) > _FREE_REFS:
                 return
-            with _lock:
+            # never wait here: a finalizer may run inside take() or clear_pool() on this very
+            # thread (a collection while they hold the lock); then the memory just goes
+            if not _lock.acquire(blocking=False):
+                return
+            try:
                 if key[1] > _limit[0]:
                     return
                 _idle.setdefault(key, []).append((base, buf))
                 _idle.move_to_end(key)
                 _bytes[0] += key[1]
                 _trim()
+            finally:
+                _lock.release()
         except Exception:  # interpreter teardown: let the memory go
             pass
 
