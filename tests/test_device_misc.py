@@ -552,3 +552,17 @@ def test_setitem_on_the_shared_link_or_off_keeps_the_host(dev: ha.Device) -> Non
     x[2:4] = 1.0
     assert ha.stats().device_ops == 0
     same(x, np.asarray([0, 0, 1, 1, 0, 0, 0, 0, 0, 0], np.float64))
+
+
+def test_clip_ties_of_zeros_with_array_bounds(dev: ha.Device) -> None:
+    """numpy: an array bound wins a tie of zeros (-0.0 against 0.0) even with both bounds
+    given; two scalar bounds keep x (found by hypothesis: x=[0.0], hi=[-0.0])."""
+    a = np.asarray([0.0, -0.0, 0.0, -0.0], np.float32)
+    x = device_newest(a, dev)
+    for lo, hi in [(0, [-0.0] * 4), ([-0.0] * 4, 1.0), ([0.0, 0.0, -0.0, -0.0], [1.0] * 4),
+                   (-0.0, 0.0), (0.0, 1.0)]:
+        bounds = [device_newest(np.asarray(v, np.float32), dev) if isinstance(v, list) else v
+                  for v in (lo, hi)]
+        want = np.clip(a, *[np.asarray(v, np.float32) if isinstance(v, list) else v
+                            for v in (lo, hi)])
+        same(ha.clip(x, *bounds), want.astype(np.float32))

@@ -176,7 +176,10 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
     elif hi is None:
         expr = _max("a", "b", kind, False)
     else:
-        expr = _min(_max("a", "b", kind, True), "c", kind, True)
+        # numpy keeps x on a tie (-0.0 against 0.0) only with two scalar bounds (its vector
+        # loop); an array bound wins its ties, as with one bound
+        keep = type(lo) is not HPA and type(hi) is not HPA
+        expr = _min(_max("a", "b", kind, keep), "c", kind, keep)
     return run(dev, "clip", expr, ops, dt, xdt, shape)
 
 
