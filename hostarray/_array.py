@@ -75,11 +75,31 @@ class HostPtrArray:
     ((3,), dtype('float64'), Device('cpu'))
     """
 
-    __slots__ = ("_a", "_s", "_device", "__weakref__")
+    __slots__ = ("_a", "_s", "_device", "_span", "__weakref__")
     __array_priority__ = 30  # numpy defers binary operators to us
     _a: np.ndarray  # the elements: a numpy view over the storage
     _s: Storage  # the memory and its coherence state
     _device: Device  # the device the array is attached to
+    _span: tuple[int, int, int] | None  # see _bytes(): computed on first use
+
+    def _bytes(self) -> tuple[int, int, int]:
+        """``(first, lo, hi)``: the offset of the first element in the storage's bytes and
+        the range ``[lo, hi)`` the elements cover.  Computed once: a view's address,
+        shape and strides never change, and ``_a`` is never rebound."""
+        span = self._span
+        if span is None:
+            a = self._a
+            first = address_of(a) - self._s.address
+            lo = hi = first
+            if a.size:
+                hi += a.itemsize
+                for n, st in zip(a.shape, a.strides):
+                    if st < 0:
+                        lo += st * (n - 1)
+                    else:
+                        hi += st * (n - 1)
+            span = self._span = (first, lo, hi)
+        return span
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("HostPtrArray is not constructed directly; use ha.asarray, "
@@ -432,9 +452,7 @@ class HostPtrArray:
         if (self._s.host_stale or (type(value) is HostPtrArray and value._s.host_stale)) \
                 and self._device.framework == "opencl":
             # a device holds newer data: a basic index is written there, with no acquire
-            from ._compute.misc import setitem  # imports pyopencl (a device is in use)
-
-            if setitem(self, key, value):
+            if implementation("misc", "setitem")(self, key, value):
                 return
         if not (type(value) in _EVALUATED or isinstance(value, _VALUES)):
             # arrays in a list are read, and objects numpy converts by calling back into
@@ -480,6 +498,7 @@ def _new(a: np.ndarray, s: Storage, device: Device) -> HostPtrArray:
     obj._a = a
     obj._s = s
     obj._device = device
+    obj._span = None
     return obj
 
 
@@ -639,5 +658,6 @@ def _write_view(s: Storage, a: np.ndarray, whole: bool) -> HostWrite:
     return s.host_write(whole and (a.flags.c_contiguous or a.flags.f_contiguous), a)
 
 
-from . import _interop  # noqa: E402  (it builds on the names above; it also adds
-#                                    numpy ndarray methods such as x.reshape and x.sum)
+# these build on the names above; _interop also adds numpy's ndarray methods (x.reshape...)
+from . import _interop  # noqa: E402
+from ._compute import implementation  # noqa: E402

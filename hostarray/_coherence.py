@@ -172,6 +172,21 @@ class Coherence:
         """``(lo, hi, sides holding the newest bytes)`` of every segment (for tests)."""
         return self._segments(0, self.size)
 
+    @classmethod
+    def device_result(cls, size: int, key: Hashable) -> Coherence:
+        """The state of a new allocation that a launch on ``key`` is about to write (a
+        result or temporary of the device compute path): ``key``'s buffer holds its
+        newest bytes, the host none.  Its contents mean nothing before that launch, so
+        nothing is published for it; the same as :meth:`add_device` then
+        :meth:`device_written` over every byte, without the launch's token."""
+        c = cls(size)
+        c.devices[key] = None
+        if size:
+            c._valid[0] = frozenset((key,))
+        c.host_stale = bool(size)
+        c.host_exclusive = False
+        return c
+
     # -- devices ----------------------------------------------------------------
     def add_device(self, key: Hashable) -> None:
         """A buffer was created on ``key``; it holds nothing yet."""
@@ -339,11 +354,20 @@ class Coherence:
         i = bisect_right(starts, lo) - 1
         if (i + 1 < len(starts) and starts[i + 1] < hi) or key not in self._valid[i]:
             return False
-        if writes:
-            for f in self.inflight:
-                if f[2] < hi and lo < f[3] and f[1] is not key and f[1] != key:
-                    return False
-        return True
+        return not writes or not self._used_elsewhere(key, lo, hi)
+
+    def device_write_ready(self, key: Hashable, lo: int, hi: int) -> bool:
+        """Whether a write-only launch on ``key`` over ``[lo, hi)`` has nothing to do
+        first: no raw view may have written since the last launch (no escape, none
+        ending), and no launch or transfer on another device still uses those bytes
+        (then :meth:`hazards_for_device_write` names nothing)."""
+        return not (self.escapes or self.deferred_ends or self._used_elsewhere(key, lo, hi))
+
+    def _used_elsewhere(self, key: Hashable, lo: int, hi: int) -> bool:
+        for f in self.inflight:
+            if f[2] < hi and lo < f[3] and f[1] is not key and f[1] != key:
+                return True
+        return False
 
     def plan_device_read(self, key: Hashable, lo: int, hi: int
                          ) -> tuple[list[Run], list[Run]]:

@@ -86,10 +86,14 @@ class _Counters:
             for k, d in deltas.items():
                 counts[k] += d
 
-    def launched(self) -> None:
-        """One kernel launch enqueued (``add(launches=1)``, on every launch)."""
+    def launched(self, device_op: bool = False) -> None:
+        """One kernel launch enqueued (``add(launches=1)``, on every launch); with
+        ``device_op``, also one operation run on the device (``device_ops``)."""
         with self.lock:
-            self.counts["launches"] += 1
+            counts = self.counts
+            counts["launches"] += 1
+            if device_op:
+                counts["device_ops"] += 1
 
     @property
     def value(self) -> Stats:

@@ -275,6 +275,16 @@ class Storage:
             self.coh.add_device(key)
             self._mirror()
 
+    def add_result_buffer(self, key: Hashable, buffer: Any) -> None:
+        """Record ``buffer`` as the only copy of a new storage that a launch on ``key``
+        writes next (:meth:`Coherence.device_result`): nobody else reaches the storage
+        yet, so no lock is taken."""
+        if self.coh is not None or self.user is not None:
+            raise AssertionError("add_result_buffer: the storage is not new")
+        self.coh = Coherence.device_result(self.base.nbytes, key)
+        self.buffers = {key: buffer}
+        self._mirror()
+
     def free_buffer(self, key: Hashable) -> bool:
         """Drop ``key``'s buffer, acquiring first if it holds the newest data."""
         with self.lock:
@@ -507,6 +517,8 @@ class Storage:
         """Before a write-only launch on ``key`` over ``[lo, hi)``: publish nothing;
         wait for launches on other devices that still use those bytes (this device's
         queue does not order against theirs)."""
+        if self.user is None and self.coh.device_write_ready(key, lo, hi):
+            return  # nothing to wait for (Coherence.device_write_ready)
         coh = self._before_launch()
         self._wait_for(coh.hazards_for_device_write(key, lo, hi))
 
@@ -670,6 +682,10 @@ class locked:  # noqa: N801 - used like a function: ``with locked(storages):``
     __slots__ = ("ordered",)
 
     def __init__(self, storages: Iterable[Storage]) -> None:
+        if type(storages) is list and len(storages) == 2:  # a launch's usual case
+            a, b = storages
+            self.ordered = [a] if a is b else [a, b] if id(a) < id(b) else [b, a]
+            return
         unique = {id(s): s for s in storages}
         self.ordered = [unique[k] for k in sorted(unique)] if len(unique) > 1 \
             else list(unique.values())

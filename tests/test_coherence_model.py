@@ -23,6 +23,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -378,3 +379,33 @@ def test_device_ready_says_when_a_launch_has_nothing_to_do() -> None:
     assert c.device_ready("d", 2048, 4096, writes=True)  # e's read is elsewhere
     c.escape_begins(0, 16)
     assert not c.device_ready("d", 2048, 4096)  # a raw view may write: ask the planner
+
+
+def test_device_write_ready_agrees_with_the_hazards() -> None:
+    c = Coherence(4096)
+    c.add_device("d")
+    c.add_device("e")
+    assert c.device_write_ready("d", 0, 4096)  # nothing in flight anywhere
+    c.published("e", 0, 2048)
+    c.device_read_launched("e", 0, 2048, token="r")
+    for lo, hi in [(0, 4096), (0, 1), (2047, 2048), (2048, 4096), (100, 200)]:
+        ready = c.device_write_ready("d", lo, hi)
+        assert ready == (c.hazards_for_device_write("d", lo, hi) == []), (lo, hi)
+    assert c.device_write_ready("e", 0, 4096)  # e's own queue is in order
+    c.escape_begins(3000, 3100)
+    assert not c.device_write_ready("d", 2048, 4096)  # a raw view may write: ask
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096])
+def test_a_device_result_is_a_full_device_write_without_its_token(size: int) -> None:
+    fresh = Coherence.device_result(size, "d")
+    written = Coherence(size)
+    written.add_device("d")
+    written.device_written("d", 0, size, token="k")
+    assert fresh.validity() == written.validity()
+    assert fresh.host_stale == written.host_stale
+    assert fresh.plan_host_read(0, size) == written.plan_host_read(0, size)
+    assert fresh.plan_device_read("d", 0, size) == ([], [])
+    assert fresh.inflight == [] and list(fresh.devices) == ["d"]
+    if size:
+        assert not fresh.host_exclusive

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, adopt, aligned_copy, aligned_zeros, wrap
-from .._compute import device_compute_threshold
+from .._compute import device_compute_threshold, implementation
 from .._devices import Device
 from .._devices import default_device as _default_device
 from .._devices import device as _parse_device
@@ -223,9 +223,8 @@ def _device_fill(shape: tuple[int, ...], dt: np.dtype, dev: Device, *value: Any
     limit = device_compute_threshold()
     if limit is None or math.prod(shape) * dt.itemsize < limit:
         return None
-    from .._compute.misc import fill, fill_device  # imports pyopencl: only for a device
-
-    if not fill_device(dev, math.prod(shape) * dt.itemsize):
+    fill = implementation("misc", "fill")
+    if not implementation("misc", "fill_device")(dev, math.prod(shape) * dt.itemsize):
         return None
     if value and isinstance(value[0], HostPtrArray) and value[0]._device is not dev:
         value = (_fill_value(value[0]),)  # another device's scalar: its value, as on the host

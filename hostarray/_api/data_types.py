@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import HostPtrArray, wrap
-from .._compute import target
+from .._compute import implementation, target
 from ._common import out_device
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
@@ -32,9 +32,7 @@ def device_astype(x: HostPtrArray, dt: np.dtype) -> HostPtrArray | None:
     dev = target((x,), x._a.size * dt.itemsize)
     if dev is None:
         return None
-    from .._compute.misc import astype as _astype  # imports pyopencl: only for a device
-
-    return _astype(x, dt, dev)
+    return implementation("misc", "astype")(x, dt, dev)
 
 
 def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
+from .._compute import implementation
 from .._compute import result_nbytes as _result_nbytes
 from .._compute import target as _target
 from .._devices import HOST
@@ -310,15 +311,11 @@ def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = Non
     compute on the host (see :mod:`hostarray._compute`).  ``fn``: numpy's implementation
     (its result type sizes a broadcast result for the threshold)."""
     if name == "matmul":  # the @ operators: a tiled product, not an element-wise kernel
-        from .._compute.matmul import device_matmul  # a device holds data: pyopencl is loaded
-
-        return device_matmul(operands[0], operands[1], out)
+        return implementation("matmul", "device_matmul")(operands[0], operands[1], out)
     dev = _target(operands, 0 if out is not None else lambda: _result_nbytes(fn, operands))
     if dev is None:
         return None
-    from .._compute.elementwise import elementwise  # imports pyopencl: only once a device is used
-
-    return elementwise(name, dev, operands, out)
+    return implementation("elementwise", "elementwise")(name, dev, operands, out)
 
 
 def _make_unary(fn: Any, name: str) -> Any:
@@ -492,9 +489,7 @@ def clip(x: HostPtrArray, /, min: HostPtrArray | int | float | None = None,  # n
             (type(max) is HPA and max._s.host_stale):
         dev = _target((x, min, max), lambda: _result_nbytes(None, (x, min, max)))
         if dev is not None:
-            from .._compute.misc import clip as _clip  # imports pyopencl: a device is used
-
-            r = _clip(x, min, max, dev)
+            r = implementation("misc", "clip")(x, min, max, dev)
             if r is not None:
                 return r
     a = x._host()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._array import HostPtrArray, _view
+from .._compute import implementation
 from ._common import device_of, host, result, view_of
 from .statistical import device_reduction
 
@@ -30,10 +31,7 @@ def matmul(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     HostPtrArray([3, 7], dtype=int64)
     """
     if _device_newest(x1, x2):
-        # a device holds data: pyopencl is imported already
-        from .._compute.matmul import device_matmul
-
-        r = device_matmul(x1, x2)
+        r = implementation("matmul", "device_matmul")(x1, x2)
         if r is not None:
             return r
     dev = device_of(x1, x2)
@@ -66,9 +64,7 @@ def tensordot(x1: HostPtrArray, x2: HostPtrArray, /, *,
     (2, 4)
     """
     if _device_newest(x1, x2):
-        from .._compute.matmul import device_tensordot
-
-        r = device_tensordot(x1, x2, axes)
+        r = implementation("matmul", "device_tensordot")(x1, x2, axes)
         if r is not None:
             return r
     dev = device_of(x1, x2)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._array import HostPtrArray
-from .._compute import result_nbytes, target
+from .._compute import implementation, result_nbytes, target
 from ._common import as_host, dev_of, device_of, host, result
 from .statistical import device_reduction
 
@@ -113,9 +113,7 @@ def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | An
         # a device holds newer data: select there if the placement rule says so
         d = target((condition, x1, x2), lambda: result_nbytes(None, (condition, x1, x2)))
         if d is not None:
-            from .._compute.misc import where as _where  # imports pyopencl
-
-            r = _where(condition, x1, x2, d)
+            r = implementation("misc", "where")(condition, x1, x2, d)
             if r is not None:
                 return r
     dev = device_of(condition, x1, x2)

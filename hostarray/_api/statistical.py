@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray
-from .._compute import target
+from .._compute import implementation, target
 from ._common import dev_of, host, result
 
 __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
@@ -30,9 +30,7 @@ def device_reduction(name: str, operands: tuple[Any, ...], **kw: Any) -> HostPtr
     dev = target(operands)
     if dev is None:
         return None
-    from .._compute.reductions import reduction  # imports pyopencl: only once a device is used
-
-    return reduction(name, dev, operands, **kw)
+    return implementation("reductions", "reduction")(name, dev, operands, **kw)
 
 
 def max(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:  # noqa: A001
@@ -171,8 +169,7 @@ def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,
         # the result (dtype=, include_initial) may be larger than x: it counts too
         dev = target((x,), lambda: _cumulative_nbytes(x, dtype))
         if dev is not None:
-            from .._compute.reductions import cumulative  # imports pyopencl
-
+            cumulative = implementation("reductions", "cumulative")
             r = cumulative(fn.__name__, dev, x, axis, dtype, include_initial)
             if r is not None:
                 return r

@@ -139,7 +139,8 @@ def set_device_compute_threshold(nbytes: int | None) -> int | None:
 
 
 def _range(x: HostPtrArray) -> tuple[int, int]:
-    return x._s.byte_range(x._a)
+    _, lo, hi = x._bytes()
+    return lo, hi
 
 
 def target(operands: tuple[Any, ...],
@@ -236,6 +237,21 @@ def register(names: Iterable[str], note: str = "") -> None:
     so that :func:`device_functions` (and the documentation) follows the code."""
     for name in names:
         DEVICE_FUNCTIONS[name] = note
+
+
+_IMPLEMENTATIONS: dict[tuple[str, str], Any] = {}
+
+
+def implementation(module: str, name: str) -> Any:
+    """``hostarray._compute.<module>.<name>``, imported on first use (the modules import
+    pyopencl, which a host-only program never loads) and then found in one lookup: an
+    ``import`` statement in a function costs a microsecond or more on every call."""
+    try:
+        return _IMPLEMENTATIONS[module, name]
+    except KeyError:
+        fn = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        _IMPLEMENTATIONS[module, name] = fn
+        return fn
 
 
 def device_functions() -> dict[str, str]:

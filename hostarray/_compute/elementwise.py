@@ -55,13 +55,12 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, _new
+from .._array import HostPtrArray
 from .._devices import Device
 from .._sharing import extent
 from .._stats import COUNTERS
-from .._storage import address_of
 from . import pool, register
-from .launch import ArrayArg, c_type, compiled, enqueue, supports, usable
+from .launch import ArrayArg, c_type, compiled, enqueue, overlaps_badly, supports, usable
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
 
@@ -450,12 +449,9 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     ``out_dt``.  ``None`` where an operand can't be a kernel operand (then nothing
     happened)."""
     if out is None:
-        n = math.prod(shape)
-        if n == 0:
+        if not math.prod(shape):
             return None
-        nbytes = n * out_dt.itemsize
-        s = pool.take(dev, nbytes)
-        out = _new(s.base[:nbytes].view(out_dt).reshape(shape), s, dev)
+        out = pool.result(dev, shape, out_dt)
         mode = "w"
     else:
         oa = out._a
@@ -476,49 +472,40 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         if plan is None:
             return None
         _PLANS[key] = plan
-    call: list[Any] = [plan.n]
     sts, ext = plan.strides, plan.extents
-    j = 0  # the plan's layouts: the output's, then each array operand's (not the scalars')
-    for x in (out, *operands):
-        if j and type(x) is not HPA:
+    o = _arg(out, dev, mode, sts[0], ext[0])
+    if o is None:
+        return None
+    call: list[Any] = [plan.n, o, o.offset]
+    if not plan.contiguous:
+        call += [*sts[0], *plan.dims]
+    arrays = [o]
+    j = 1  # the plan's layouts: the output's, then each array operand's (not the scalars')
+    for x in operands:
+        if type(x) is not HPA:
             call.append(int(x) if type(x) is np.bool_ else x)  # declared uchar
             continue
-        v = _arg(x, dev, mode if j == 0 else "r", sts[j], ext[j])
-        if v is None:
-            return None
-        call += [v, v.offset]
-        if j == 0 and not plan.contiguous:
-            call += [*sts[0], *plan.dims]
-        elif j:
-            call += sts[j]
+        if x is out:
+            v = o  # in place: one operand, read and written (mode "rw")
+        else:
+            v = _arg(x, dev, "r", sts[j], ext[j])
+            if v is None:
+                return None
+            arrays.append(v)
+        call += [v, v.offset, *sts[j]]
         j += 1
-    enqueue(dev, plan.kernel, name, plan.n, call)
-    COUNTERS.add(device_ops=1)
+    enqueue(dev, plan.kernel, name, plan.n, call, arrays, device_op=True)
     return out
 
 
 def _arg(x: HostPtrArray, dev: Device, mode: str, strides: tuple[int, ...],
          extent: tuple[int, int]) -> ArrayArg | None:
     """``x`` as a kernel operand (see :func:`array_arg`), its layout known from the plan."""
-    a, s = x._a, x._s
-    off = address_of(a) - s.address
-    if off % a.itemsize or not usable(s, dev):
+    off = x._bytes()[0]
+    item = x._a.itemsize
+    if off % item or not usable(x._s, dev):
         return None
-    return ArrayArg(x, off // a.itemsize, strides, off + extent[0], off + extent[1], mode)
-
-
-def _overlaps_badly(out: HostPtrArray, x: HostPtrArray) -> bool:
-    """Whether ``x`` shares bytes with ``out`` without being the same elements (an element
-    could be read after another work-item wrote it)."""
-    if x._s is not out._s:
-        return False
-    a, b = x._a, out._a
-    if a.shape == b.shape and a.strides == b.strides and \
-            a.__array_interface__["data"][0] == b.__array_interface__["data"][0]:
-        return False
-    lo1, hi1 = x._s.byte_range(a)
-    lo2, hi2 = out._s.byte_range(b)
-    return lo1 < hi2 and lo2 < hi1
+    return ArrayArg(x, off // item, strides, off + extent[0], off + extent[1], mode)
 
 
 def elementwise(name: str, dev: Device, operands: tuple[Any, ...],
@@ -621,7 +608,7 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     if out is not None:
         if not out._a.flags.writeable:
             return None
-        if any(type(x) is HPA and x is not out and _overlaps_badly(out, x) for x in operands):
+        if any(type(x) is HPA and x is not out and overlaps_badly(out, x) for x in operands):
             return None
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
 

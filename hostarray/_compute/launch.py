@@ -24,14 +24,14 @@ from .._array import HostPtrArray
 from .._devices import Device
 from .._sharing import ensure_buffer, memory_fault
 from .._stats import COUNTERS
-from .._storage import address_of, locked
+from .._storage import locked
 from ..backends.opencl import build_program
 from ..errors import BadLaunch
 from ..kernels import _PENDING, Launch, _Pending, _Run
 from .pool import PooledStorage
 
-__all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue", "supports",
-           "usable"]
+__all__ = ["ArrayArg", "GROUP", "array_arg", "c_type", "compiled", "enqueue",
+           "overlaps_badly", "supports", "usable"]
 
 GROUP = 256  # work-items per group of the generated kernels
 
@@ -95,11 +95,24 @@ def array_arg(x: HostPtrArray, dev: Device, mode: str = "r") -> ArrayArg | None:
     elements, or ``dev`` can't use its memory."""
     a, s = x._a, x._s
     item = a.itemsize
-    off = address_of(a) - s.address
+    off, lo, hi = x._bytes()
     if off % item or any(st % item for st in a.strides) or not usable(s, dev):
         return None
-    lo, hi = s.byte_range(a)
     return ArrayArg(x, off // item, tuple(st // item for st in a.strides), lo, hi, mode)
+
+
+def overlaps_badly(out: HostPtrArray, x: HostPtrArray) -> bool:
+    """Whether ``x`` shares bytes with ``out`` without being its very elements: a
+    work-item could read an element another one wrote already (numpy copies such a
+    source first)."""
+    if x._s is not out._s:
+        return False
+    first1, lo1, hi1 = x._bytes()
+    first2, lo2, hi2 = out._bytes()
+    a, b = x._a, out._a
+    if first1 == first2 and a.shape == b.shape and a.strides == b.strides:
+        return False
+    return lo1 < hi2 and lo2 < hi1
 
 
 # -- programs: built once per (source, device) ----------------------------------------------
@@ -172,18 +185,29 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
 
 
 def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
-            args: Sequence[Any]) -> None:
+            args: Sequence[Any], arrays: Sequence[ArrayArg] | None = None,
+            device_op: bool = False) -> None:
     """Launch ``kernel`` over ``n`` work-items (rounded up to whole groups: the kernel
     returns for ids ``>= n``), with ``args``: :class:`ArrayArg` (passed as the storage's
-    whole buffer) or scalars (numpy scalars of the declared types).
+    whole buffer) or scalars (numpy scalars of the declared types).  ``arrays``: the
+    :class:`ArrayArg` of ``args`` once each, where the caller has them (an operand both
+    read and written is one ``"rw"`` ArrayArg, passed twice in ``args``).  ``device_op``:
+    the launch is a whole operation of the device path (counted in ``device_ops``).
 
     Under the operands' storage locks: publish what the device lacks of the bytes read,
     wait for other devices' launches where bytes are written, enqueue, record."""
     rt = dev.runtime
     if rt.graveyard:
         rt.sweep()
-    arrays = [v for v in args if type(v) is ArrayArg]
-    storages = list({id(v.s): v.s for v in arrays}.values())
+    if arrays is None:
+        arrays = [v for v in args if type(v) is ArrayArg]
+    if len(arrays) == 1:
+        storages = [arrays[0].s]
+    elif len(arrays) == 2:
+        storages = [arrays[0].s] if arrays[0].s is arrays[1].s else \
+            [arrays[0].s, arrays[1].s]
+    else:
+        storages = list({id(v.s): v.s for v in arrays}.values())
     knl, klock = kernel
     gs = (-(-n // GROUP) * GROUP,)
     with storages[0].lock if len(storages) == 1 else locked(storages):
@@ -221,7 +245,7 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
         for v in arrays:
             if v.mode != "r":
                 v.s.record_launch(dev, run, v.lo, v.hi, True)
-    COUNTERS.launched()
+    COUNTERS.launched(device_op)
     # a launch keeps the storages it uses alive until it is known finished; pooled ones
     # need not be kept: their memory stays in the pool, and the next launch that takes it
     # runs after this one (an in-order queue)

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, _new, _view
+from .._array import HostPtrArray, _view
 from .._devices import Device
 from .._stats import COUNTERS
 from . import pool, target
@@ -191,9 +191,7 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
     if v1 is None or v2 is None:
         return None
     shape = bshape + ((M,) if m1.ndim >= 2 else ()) + ((N,) if m2.ndim >= 2 else ())
-    nbytes = nb * M * N * out_dt.itemsize
-    s = pool.take(dev, nbytes)
-    out = _new(s.base[:nbytes].view(out_dt).reshape(shape), s, dev)
+    out = pool.result(dev, shape, out_dt)
     o = array_arg(out, dev, "w")
     if o is None:
         return None

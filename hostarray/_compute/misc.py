@@ -29,7 +29,7 @@ from .._stats import COUNTERS
 from ..errors import Refused
 from . import PUBLISH_LIMIT, device_compute_threshold, pool
 from .elementwise import run
-from .launch import array_arg, compiled, enqueue, supports
+from .launch import array_arg, compiled, enqueue, overlaps_badly, supports
 
 __all__ = ["astype", "clip", "copy", "fill", "fill_device", "setitem", "where"]
 
@@ -240,12 +240,10 @@ _TOUCH = "__kernel void touch(__global uchar *p) { }\n"
 
 
 def _empty(dev: Device, shape: tuple[int, ...], dt: np.dtype) -> HostPtrArray | None:
-    n = math.prod(shape) * dt.itemsize
     try:
-        s = pool.take(dev, n)
+        r = pool.result(dev, shape, dt)
     except (Refused, MemoryError):
         return None
-    r = _new(s.base[:n].view(dt).reshape(shape), s, dev)
     o = array_arg(r, dev, "w")
     if o is None:
         return None
@@ -264,7 +262,7 @@ def _on_device(v: HostPtrArray, dev: Device) -> bool:
     host-newest ones at most :data:`~hostarray._compute.PUBLISH_LIMIT` bytes."""
     s = v._s
     coh = s.coh
-    lo, hi = s.byte_range(v._a)
+    _, lo, hi = v._bytes()
     if coh is None or dev not in s.buffers:
         return hi - lo <= PUBLISH_LIMIT
     # what the launch would publish (the host-newest parts only); nothing may have to
@@ -276,21 +274,6 @@ def _on_device(v: HostPtrArray, dev: Device) -> bool:
 def _link_ok(x: HostPtrArray, dev: Device) -> bool:
     buf = x._s.buffers.get(dev)
     return (dev.link if buf is None else buf.link) in ("mapped", "copied")
-
-
-def _same_elements(a: np.ndarray, b: np.ndarray) -> bool:
-    return (a.shape == b.shape and a.strides == b.strides
-            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
-
-
-def _overlap(x: HostPtrArray, y: HostPtrArray) -> bool:
-    """Whether ``y`` shares bytes with ``x`` without being its very elements: a work-item
-    could read an element another one wrote already (numpy copies such a source)."""
-    if x._s is not y._s or _same_elements(x._a, y._a):
-        return False
-    lo1, hi1 = x._s.byte_range(x._a)
-    lo2, hi2 = y._s.byte_range(y._a)
-    return lo1 < hi2 and lo2 < hi1
 
 
 def _element(key: Any, ndim: int) -> bool:
@@ -363,7 +346,7 @@ def _setitem(x: HostPtrArray, out: HostPtrArray, value: Any, dev: Device) -> Any
         y = _source(value, a.shape, dev)
         if y is None:
             return None
-        if _overlap(out, y):
+        if overlaps_badly(out, y):
             y = _astype(y, y._a.dtype, dev)  # a device copy first, as numpy copies
             if y is None:
                 return None

@@ -25,15 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from .._array import HostPtrArray, _new
 from .._devices import Device
 from .._storage import PAGE_SIZE, Storage, aligned_empty
 from ..errors import Refused
 
-__all__ = ["PooledStorage", "clear_pool", "pool_bytes", "pool_limit", "take"]
+__all__ = ["PooledStorage", "clear_pool", "pool_bytes", "pool_limit", "result", "take"]
 
 _lock = threading.Lock()
-# (device, nbytes) -> idle (base, buffer) pairs; the dict's order is the return order
-_idle: OrderedDict[tuple[Device, int], list[tuple[np.ndarray, Any]]] = OrderedDict()
+# (device, nbytes) -> idle (base, buffer, base's address); the dict's order is the return order
+_idle: OrderedDict[tuple[Device, int], list[tuple[np.ndarray, Any, int]]] = OrderedDict()
 _bytes = [0]
 _limit = [1 << 31]
 
@@ -107,7 +108,7 @@ class PooledStorage(Storage):
             try:
                 if key[1] > _limit[0]:
                     return
-                _idle.setdefault(key, []).append((base, buf))
+                _idle.setdefault(key, []).append((base, buf, self.address))
                 _idle.move_to_end(key)
                 _bytes[0] += key[1]
                 _trim()
@@ -147,9 +148,11 @@ _FREE_REFS = _free_refs()
 
 
 def take(dev: Device, nbytes: int) -> PooledStorage:
-    """A storage of at least ``nbytes`` (whole pages) with a buffer on ``dev``: idle from
-    the pool, or new.  Raises :class:`~hostarray.hostptr.Refused` if the driver refuses
-    a buffer even after the pool is emptied."""
+    """A storage of at least ``nbytes`` (whole pages) with a buffer on ``dev``, idle from
+    the pool or new, for a launch on ``dev`` to write: its state says ``dev`` holds the
+    newest bytes (:meth:`~hostarray._coherence.Coherence.device_result`).  Raises
+    :class:`~hostarray.hostptr.Refused` if the driver refuses a buffer even after the
+    pool is emptied."""
     size = max(PAGE_SIZE, -(-nbytes // PAGE_SIZE) * PAGE_SIZE)
     key = (dev, size)
     entry = None
@@ -169,11 +172,28 @@ def take(dev: Device, nbytes: int) -> PooledStorage:
             if not clear_pool():
                 raise
             buf = rt.create_buffer(base, dev)  # once more, with the idle memory given back
+        address = 0
     else:
-        base, buf = entry
+        base, buf, address = entry
     s = PooledStorage(base)
     s._pool_key = key
-    s.add_buffer(dev, buf)
+    s._address = address
+    s.add_result_buffer(dev, buf)
     # not registered by address (hostarray._sharing): only hostarray holds this memory;
     # an export registers the storage when it hands the memory out
     return s
+
+
+def result(dev: Device, shape: tuple[int, ...], dt: np.dtype) -> HostPtrArray:
+    """A new array of ``shape`` and ``dt`` over a storage from :func:`take`: newest
+    nowhere yet, for a launch to write."""
+    nbytes = dt.itemsize
+    for k in shape:
+        nbytes *= k
+    s = take(dev, nbytes)
+    a = s.base[:nbytes].view(dt)
+    if len(shape) != 1:
+        a = a.reshape(shape)
+    x = _new(a, s, dev)
+    x._span = (0, 0, nbytes)  # (HostPtrArray._bytes: the first bytes of the storage)
+    return x

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._array import HostPtrArray, _new
+from .._array import HostPtrArray
 from .._devices import Device
 from .._stats import COUNTERS
 from . import pool
@@ -228,9 +228,7 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
 
 def _pooled(dev: Device, dt: np.dtype, shape: tuple[int, ...]) -> HostPtrArray:
     """A new result of ``shape`` and ``dt`` from the pool, newest nowhere yet."""
-    nbytes = math.prod(shape) * dt.itemsize
-    s = pool.take(dev, nbytes)
-    return _new(s.base[:nbytes].view(dt).reshape(shape), s, dev)
+    return pool.result(dev, shape, dt)
 
 
 def _temporary(t: HostPtrArray, dev: Device, mode: str) -> ArrayArg:
