@@ -51,6 +51,7 @@ without work that costs more than the host path:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -254,10 +255,25 @@ def _expression(name: str, lt: np.dtype) -> str | None:
     return forms.get(kind or "") or forms.get("*")
 
 
-def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
-            ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+_LAYOUTS: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
+
+
+def _layout(shape: tuple[int, ...], strides: Sequence[tuple[int, ...]]
+            ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
     """``shape`` and per-operand element ``strides`` with length-1 axes dropped and
-    neighbouring axes merged where every operand steps through them as one."""
+    neighbouring axes merged where every operand steps through them as one (cached: the
+    reductions ask on every call)."""
+    key = (shape, *strides)
+    hit = _LAYOUTS.get(key)
+    if hit is None:
+        if len(_LAYOUTS) >= 4096:  # bounded: shapes a program walks through once
+            _LAYOUTS.clear()
+        hit = _LAYOUTS[key] = _merged_layout(shape, strides)
+    return hit
+
+
+def _merged_layout(shape: tuple[int, ...], strides: Sequence[tuple[int, ...]]
+                   ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
     dims = [(n, [st[k] for st in strides]) for k, n in enumerate(shape) if n != 1]
     merged: list[tuple[int, list[int]]] = []
     for n, sts in dims:
@@ -268,9 +284,9 @@ def _layout(shape: tuple[int, ...], strides: list[tuple[int, ...]]
                 continue
         merged.append((n, sts))
     if not merged:
-        return (), [() for _ in strides]
+        return (), tuple(() for _ in strides)
     return (tuple(n for n, _ in merged),
-            [tuple(m[1][j] for m in merged) for j in range(len(strides))])
+            tuple(tuple(m[1][j] for m in merged) for j in range(len(strides))))
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -392,7 +408,7 @@ class _Plan:
     __slots__ = ("kernel", "contiguous", "dims", "strides", "extents", "n")
 
     def __init__(self, kernel: Any, contiguous: bool, dims: tuple[int, ...],
-                 strides: list[tuple[int, ...]], extents: list[tuple[int, int]], n: int):
+                 strides: Sequence[tuple[int, ...]], extents: list[tuple[int, int]], n: int):
         self.kernel, self.contiguous, self.dims = kernel, contiguous, dims
         self.strides, self.extents, self.n = strides, extents, n
 
@@ -436,7 +452,7 @@ def _plan(dev: Device, expr: str, operands: list[Any], loop: np.dtype, out_dt: n
                   contiguous, (loop.kind == "b", out_dt.kind == "b"), supports(dev, _FLOAT64),
                   convert)
     if contiguous:
-        sts = [(st[0] if st else 0,) for st in sts]
+        sts = tuple((st[0] if st else 0,) for st in sts)
     return _Plan(compiled(dev, src, "ew"), contiguous, dims, sts, extents, math.prod(shape))
 
 
@@ -488,10 +504,11 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
         if x is out:
             v = o  # in place: one operand, read and written (mode "rw")
         else:
-            v = _arg(x, dev, "r", sts[j], ext[j])
-            if v is None:
+            w = _arg(x, dev, "r", sts[j], ext[j])
+            if w is None:
                 return None
-            arrays.append(v)
+            arrays.append(w)
+            v = w
         call += [v, v.offset, *sts[j]]
         j += 1
     enqueue(dev, plan.kernel, name, plan.n, call, arrays, device_op=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,6 @@ from .launch import GROUP, ArrayArg, array_arg, c_type, compiled, enqueue, suppo
 __all__ = ["cumulative", "reduction"]
 
 HPA = HostPtrArray
-_I64 = np.int64
 _SEQ_MAX = 64          # reduced extents up to this: one work-item per result
 _SEQ_RESULTS = 16384   # this many results or more: one work-item per result
 _GROUPS = 1024         # groups a reduction with few results aims at (two passes)
@@ -292,7 +292,8 @@ _SOURCES: dict[tuple[Any, ...], str] = {}
 
 
 def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
-             ksts: list[tuple[int, ...]], rd: tuple[int, ...], rsts: list[tuple[int, ...]],
+             ksts: Sequence[tuple[int, ...]], rd: tuple[int, ...],
+             rsts: Sequence[tuple[int, ...]],
              mode: str, parts: int, chunk: int, out: HostPtrArray, o: ArrayArg | None,
              mu: ArrayArg | None, q: Any, idx_in: HostPtrArray | None,
              idx_out: HostPtrArray | None, final: bool) -> None:
@@ -308,19 +309,20 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
     n, m = math.prod(kd), math.prod(rd)
     if o is None:
         o = _temporary(out, dev, "w")
-    call: list[Any] = [_I64(n), _I64(m), o, _I64(o.offset)]
+    # plain ints: the kernel's scalars are declared (launch.compiled), pyopencl packs them
+    call: list[Any] = [n, m, o, o.offset]
     if idx_out is not None:
         call.append(_temporary(idx_out, dev, "w"))
     for op, ks, rs in zip(ops, ksts, rsts):
-        call += [op.arg, _I64(op.arg.offset)] + [_I64(v) for v in ks] + [_I64(v) for v in rs]
-    call += [_I64(v) for v in kd] + [_I64(v) for v in rd]
+        call += [op.arg, op.arg.offset, *ks, *rs]
+    call += [*kd, *rd]
     if idx_in is not None:
         call.append(_temporary(idx_in, dev, "r"))
     if mu is not None:
-        call += [mu, _I64(mu.offset)]
+        call += [mu, mu.offset]
     if spec.q is not None:
         call.append(spec.q.type(q))
-    call += [_I64(parts), _I64(chunk)]
+    call += [parts, chunk]
     items = n if mode == "seq" else n * parts * GROUP
     enqueue(dev, kernel, "reduce_" + spec.op, items, call)
 
@@ -610,9 +612,8 @@ def _cumulative(name: str, dev: Device, x: HostPtrArray, axis: Any, dtype: Any,
     src = _scan_source(op, rt, a.dtype, len(kd), bool(include_initial))
     kernel = compiled(dev, src, "scan")
     n = math.prod(kd)
-    call: list[Any] = [_I64(n), _I64(m), o, _I64(o.offset), _I64(o.strides[ax]), xa,
-                       _I64(xa.offset), _I64(xa.strides[ax])]
-    call += [_I64(v) for v in oks] + [_I64(v) for v in aks] + [_I64(v) for v in kd]
+    call: list[Any] = [n, m, o, o.offset, o.strides[ax], xa, xa.offset, xa.strides[ax],
+                       *oks, *aks, *kd]
     enqueue(dev, kernel, name, n, call)
     return out
 
