@@ -424,7 +424,10 @@ class Coherence:
                     if side is key:
                         # key alone held these bytes already (a kernel working on data
                         # that stays on its device): the map and host_stale are unchanged
-                        self._launched(token, key, lo, hi)
+                        inflight = self.inflight  # _launched, inlined
+                        inflight.append((token, key, lo, hi))
+                        if len(inflight) > _COMPACT_AT:
+                            self._compact()
                         self.host_exclusive = False
                         return
         only = frozenset((key,))
@@ -434,13 +437,6 @@ class Coherence:
 
     def _launched(self, token: Any, key: Hashable, lo: int, hi: int) -> None:
         inflight = self.inflight
-        if inflight:
-            last = inflight[-1]
-            if last[1] is key and last[2] == lo and last[3] == hi:
-                # key's queue is in order: the new token covers the last one exactly
-                # (the same range), as _compact would merge them
-                inflight[-1] = (token, key, lo, hi)
-                return
         inflight.append((token, key, lo, hi))
         if len(inflight) > _COMPACT_AT:
             self._compact()
