@@ -364,6 +364,9 @@ class Coherence:
         return not (self.escapes or self.deferred_ends or self._used_elsewhere(key, lo, hi))
 
     def _used_elsewhere(self, key: Hashable, lo: int, hi: int) -> bool:
+        devices = self.devices
+        if len(devices) == 1 and key in devices:
+            return False  # in flight can only be what key's own queue runs
         for f in self.inflight:
             if f[2] < hi and lo < f[3] and f[1] is not key and f[1] != key:
                 return True
