@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,3 +55,13 @@ def run(parts: tuple[str, ...], description: str, argv: list[str] | None = None,
         **kw: object) -> dict:
     """Parse the command line (``argv``, else ``sys.argv``) and :func:`measure`."""
     return measure(parser(description).parse_args(argv), parts, **kw)
+
+
+def probe_device(spec: str | None, size: int) -> tuple[Any, Any, int]:
+    """A probe's setup: the OpenCL device ``spec`` (else the first one), with the device
+    compute path on for every size; its queue; and the float32 elements of ``size`` bytes."""
+    import hostarray as ha
+
+    dev = ha.device(spec) if spec else [d for d in ha.devices() if d.framework == "opencl"][0]
+    ha.set_device_compute_threshold(0)
+    return dev, ha.hostptr.queue(dev), size // 4

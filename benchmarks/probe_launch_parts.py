@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyopencl as cl
+from _common import probe_device  # benchmarks/, the script's folder
 
 import hostarray as ha
 
@@ -32,11 +33,7 @@ def main() -> None:
     p.add_argument("--device", default=None)
     p.add_argument("--size", type=int, default=4096, help="bytes of float32")
     a = p.parse_args()
-    dev = ha.device(a.device) if a.device else [d for d in ha.devices()
-                                                if d.framework == "opencl"][0]
-    ha.set_device_compute_threshold(0)
-    q = ha.hostptr.queue(dev)
-    n = a.size // 4
+    dev, q, n = probe_device(a.device, a.size)
     x = ha.asarray(np.zeros(n, np.float32), device=dev, copy=True)
     prg = ha.Program("__kernel void affine(__global float *x) "
                      "{ size_t i = get_global_id(0); x[i] = 2 * x[i] + 1; }", device=dev)

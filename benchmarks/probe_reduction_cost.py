@@ -16,6 +16,7 @@ import statistics
 import time
 
 import numpy as np
+from _common import probe_device  # benchmarks/, the script's folder
 
 import hostarray as ha
 
@@ -26,11 +27,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=1 << 20, help="bytes of float32")
     p.add_argument("--repeat", type=int, default=50)
     a = p.parse_args()
-    dev = ha.device(a.device) if a.device else [d for d in ha.devices()
-                                                if d.framework == "opencl"][0]
-    ha.set_device_compute_threshold(0)
-    q = ha.hostptr.queue(dev)
-    n = a.size // 4
+    dev, q, n = probe_device(a.device, a.size)
     prg = ha.Program("__kernel void f(__global float *x) { x[get_global_id(0)] += 1; }",
                      device=dev)
     x = ha.asarray(np.ones(n, np.float32), device=dev, copy=True)
