@@ -449,6 +449,9 @@ class Kernel:
         # its storage's buffer, ``(weakref to the view, weakref to its storage, offset)``
         # (weak: the kernel must not keep host memory alive)
         self._views: list[tuple[Any, Any, int] | None] = [None] * n
+        # the last launch's array arguments, checked (see _repeat): a launch passing the very
+        # same arrays again skips their checks
+        self._memo: tuple[Any, ...] | None = None
         self._rt = self.device.runtime  # created once per device, never replaced
         self._pending = _PENDING.setdefault(self.device, _Pending())
         self._top = 2 ** int(cl_dev.address_bits)  # global sizes must fit a size_t
@@ -576,6 +579,25 @@ class Kernel:
             raise BadLaunch(self.name, f"it takes {len(self.args)} arguments "
                                        f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
         gs, ls = self._sizes(global_size, local_size)
+        again = self._repeat(args)
+        if again is not None:
+            values, storages = again
+        else:
+            values, storages = self._checked(dev, args)
+        # one storage: its lock alone; others: in one global order (no deadlock)
+        with storages[0][0].lock if len(storages) == 1 else locked(u[0] for u in storages):
+            run = self._enqueue(dev, rt, gs, ls, values, storages)
+        COUNTERS.launched()
+        launch = Launch(run, [storages[0][0]] if len(storages) == 1 else
+                        [u[0] for u in storages])
+        self._pending.add(launch)
+        return launch
+
+    def _checked(self, dev: Device, args: tuple[Any, ...]
+                 ) -> tuple[list[Any], list[list[Any]]]:
+        """Every argument checked (the typed refusals), as ``values`` (``(array, offset,
+        nbytes)`` per pointer) and the storages with the spans each launch argument uses;
+        remembered for :meth:`_repeat`."""
         values: list[Any] = []
         uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, spans (lo, hi, mode)]
         local_bytes = 0
@@ -660,18 +682,7 @@ class Kernel:
                 local_bytes += arg.size
                 values.append(arg)
             else:
-                if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
-                    raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not "
-                                               f"an array")
-                t = _SCALAR_TYPES.get(info)  # type: ignore[arg-type]  # a scalar's type name
-                if t is None:
-                    raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
-                                               f"hostarray can't pass; use a scalar or pointer")
-                try:
-                    values.append(_scalar(arg, np.dtype(t)))
-                except (TypeError, ValueError, OverflowError) as e:
-                    raise self._refuse(f"argument {aname!r} needs a {info}: {e}",
-                                       argument=aname, declared=info) from None
+                values.append(self._scalar_arg(aname, info, arg))
         if local_bytes + self._static_local > self._local_limit:
             # checked here: a driver may abort the process instead of refusing (PoCL does)
             asked = " plus ".join(
@@ -683,15 +694,65 @@ class Kernel:
                                f"pyopencl.LocalMemory sizes or shrink the kernel's __local "
                                f"arrays", limit=self._local_limit,
                                requested=local_bytes + self._static_local)
-        storages = list(uses.values())
-        # one storage: its lock alone; others: in one global order (no deadlock)
-        with storages[0][0].lock if len(storages) == 1 else locked(u[0] for u in storages):
-            run = self._enqueue(dev, rt, gs, ls, values, storages)
-        COUNTERS.launched()
-        launch = Launch(run, [storages[0][0]] if len(storages) == 1 else
-                        [u[0] for u in storages])
-        self._pending.add(launch)
-        return launch
+        self._remember(args, values, uses)
+        return values, list(uses.values())
+
+    def _scalar_arg(self, aname: str, info: Any, arg: Any) -> Any:
+        """``arg`` as the kernel's scalar argument ``aname`` of C type ``info``, or the
+        typed refusal."""
+        if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
+            raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not an array")
+        t = _SCALAR_TYPES.get(info)
+        if t is None:
+            raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
+                                       f"hostarray can't pass; use a scalar or pointer")
+        try:
+            return _scalar(arg, np.dtype(t))
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self._refuse(f"argument {aname!r} needs a {info}: {e}",
+                               argument=aname, declared=info) from None
+
+    def _repeat(self, args: tuple[Any, ...]) -> tuple[list[Any], list[list[Any]]] | None:
+        """``(values, storages)`` as the checks of ``__call__`` would give them, where every
+        pointer argument is the very array the last checked launch passed there (a plain
+        HostPtrArray, still with a buffer on the device) and there is no ``__local``
+        argument; else ``None``.  What those checks read can't have changed: an array's
+        device, type, flags and memory stay as created; scalars are converted again."""
+        memo = self._memo
+        if memo is None:
+            return None
+        refs, spans, kinds = memo
+        dev = self.device
+        values: list[Any] = []
+        for arg, ref, kind in zip(args, refs, kinds):
+            if ref is None:
+                values.append(self._scalar_arg(kind[0], kind[1], arg))
+                continue
+            if arg is not ref[0]() or dev not in arg._s.buffers:
+                return None
+            values.append((arg, ref[1], ref[2]))
+        return values, [[args[j]._s, s] for j, s in spans]
+
+    def _remember(self, args: tuple[Any, ...], values: list[Any],
+                  uses: dict[int, list[Any]]) -> None:
+        """Keep what :meth:`_repeat` needs of this checked launch (weakly: the kernel must
+        not keep host memory alive)."""
+        refs: list[Any] = []
+        kinds: list[Any] = []
+        first: dict[int, int] = {}  # id(storage) -> the position of its first argument
+        for j, ((_, aname, kind, info, _, _), arg, v) in enumerate(zip(self._spec, args,
+                                                                       values)):
+            if kind == "local" or (kind == "buffer" and type(arg) is not HostPtrArray):
+                self._memo = None
+                return
+            if kind == "buffer":
+                refs.append((weakref.ref(arg), v[1], v[2]))
+                kinds.append(None)
+                first.setdefault(id(arg._s), j)
+            else:
+                refs.append(None)
+                kinds.append((aname, info))
+        self._memo = (refs, [(first[k], u[1]) for k, u in uses.items()], kinds)
 
     def _enqueue(self, dev: Device, rt: Any, gs: tuple[int, ...], ls: Any, values: list[Any],
                  storages: list[list[Any]]) -> _Run:

@@ -595,3 +595,44 @@ def test_a_launch_after_a_raw_view_escaped_sees_its_writes(prg, cl_device) -> No
     del raw
     got = np.array(x, copy=True)
     assert got[3] == 102.0 and got[0] == 4.0, got[:5]
+
+
+# -- a launch that passes the same arrays again skips their checks (Kernel._repeat) --------
+
+def test_repeated_launches_check_what_changed(prg: ha.Program, cl_device: ha.Device) -> None:
+    x = ha.asarray(np.arange(8, dtype=np.float32), device=cl_device, copy=True)
+    y = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    for _ in range(3):  # the second and third launch reuse the first one's checks
+        prg.axpy(8, 2.0, x, y)
+    np.testing.assert_array_equal(np.asarray(y), 6 * np.arange(8, dtype=np.float32))
+    # a scalar is converted (and refused) on every launch
+    with pytest.raises(hostptr.BadLaunch):
+        prg.axpy(8, "two", x, y)
+    # another array at the written position is checked again: a read-only one is refused
+    ro = ha.broadcast_to(ha.asarray(np.ones(1, dtype=np.float32), device=cl_device), (8,))
+    with pytest.raises(hostptr.BadLaunch):
+        prg.axpy(8, 1.0, x, ro)
+    # ... and so is a wrong element type, after a good launch with the same kernel
+    prg.axpy(8, 1.0, x, y)
+    with pytest.raises(hostptr.BadLaunch):
+        prg.axpy(8, 1.0, x, ha.zeros(8, dtype=ha.int32, device=cl_device))
+    # the buffer given back: the launch attaches it again, and the values stay right
+    hostptr.free_buffer(y, cl_device)
+    prg.axpy(8, 1.0, x, y)
+    np.testing.assert_array_equal(np.asarray(y), 8 * np.arange(8, dtype=np.float32))
+
+
+def test_a_repeated_launch_keeps_no_array_alive(prg: ha.Program, cl_device: ha.Device) -> None:
+    import weakref
+
+    x = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    prg.f32(16, x)
+    prg.f32(16, x).wait()
+    ref = weakref.ref(x)
+    del x
+    gc.collect()
+    assert ref() is None, "the kernel's memory of its last arguments kept the array alive"
+    # a new array at the same position (maybe at the dead one's address) is checked anew
+    z = ha.zeros(16, dtype=ha.float32, device=cl_device)
+    prg.f32(16, z)
+    assert np.asarray(z).tolist() == [1.0] * 16
