@@ -92,7 +92,7 @@ def view_of(rng: np.random.Generator, dt: Any, shape: tuple[int, ...], kind: str
 
 @st.composite
 def matmul_cases(draw: Any) -> dict[str, Any]:
-    """Data types, shapes (1-D promotion, broadcast stacks, sizes across the 32-wide
+    """Data types, shapes (1-D promotion, broadcast stacks, sizes across the 64-wide
     tiles), operand views and a seed for the values."""
     dt1 = draw(st.sampled_from(DTYPES))
     dt2 = draw(st.one_of(st.just(dt1), st.sampled_from(DTYPES)))
@@ -319,3 +319,27 @@ def test_wrapping_and_bool(dev: ha.Device) -> None:
     # 256 true products: or, not a byte-sized sum (that would wrap to false)
     t = np.ones((2, 256), bool)
     check(device_newest(t, dev) @ device_newest(t.T, dev), t @ t.T, lambda: t, 256)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("v1,v2", [("plain", "plain"), ("T", "T"), ("strided", "reversed")])
+def test_large_tiles_match_numpy(dev: ha.Device, dt: str, v1: str, v2: str) -> None:
+    """Products large enough for the 128 x 128 tiles (8 x 8 outputs per work-item: they
+    are taken where every compute unit gets a group), with edges that cut the tiles."""
+    from hostarray._compute import matmul as mm
+
+    units = mm._units(dev)
+    side = mm.TS_LARGE + 3  # two tiles a side, the second one 3 wide
+    nb = -(-units // 4)  # a batch that makes a group per compute unit at least
+    rng = np.random.default_rng(7)
+    a, x = view_of(rng, dt, (nb, side, 37), v1, dev)
+    b, y = view_of(rng, dt, (nb, 37, side + 1), v2, dev)
+    assert -(-side // mm.TS_LARGE) * -(-(side + 1) // mm.TS_LARGE) * nb >= units
+    ref = np.matmul(a, b)
+    check(x @ y, ref, lambda: np.matmul(np.abs(a.astype(np.float64)),
+                                        np.abs(b.astype(np.float64))), 37)
+    if on_device(dev):  # the large tiles' kernel ran
+        from hostarray._compute import launch
+
+        assert any(d == dev and f"#define TS {mm.TS_LARGE}\n" in src
+                   for d, src in launch._programs)
