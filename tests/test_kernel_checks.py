@@ -636,3 +636,35 @@ def test_a_repeated_launch_keeps_no_array_alive(prg: ha.Program, cl_device: ha.D
     z = ha.zeros(16, dtype=ha.float32, device=cl_device)
     prg.f32(16, z)
     assert np.asarray(z).tolist() == [1.0] * 16
+
+
+def test_a_launch_that_publishes_does_not_wait_for_the_queue(prg: ha.Program,
+                                                              cl_device: ha.Device) -> None:
+    """A launch returns at once even where its argument is host-newest and must be
+    published first, behind work the queue has not reached (here: a marker held by a user
+    event); the publish (a map and an unmap on the shared and mapped links) is queued."""
+    import threading
+
+    q = hostptr.queue(cl_device)
+    x = ha.asarray(np.arange(64, dtype=np.float32), device=cl_device, copy=True)
+    prg.add(64, x, 0.0).wait()  # attached (the link's probes are done), then
+    x[3] = 100.0  # host-newest: the launch publishes it
+    gate = cl.UserEvent(q.context)
+    marker = cl.enqueue_marker(q, wait_for=[gate])
+    returned = threading.Event()
+
+    def launch() -> None:
+        prg.add(64, x, 1.0)
+        returned.set()
+
+    t = threading.Thread(target=launch, daemon=True)
+    t.start()
+    try:
+        assert returned.wait(20), "the launch waited for the queue to reach its publish"
+    finally:
+        gate.set_status(cl.command_execution_status.COMPLETE)
+        t.join(20)
+        _KEEP.append((gate, marker))
+    expected = np.arange(64, dtype=np.float32) + 1
+    expected[3] = 101.0
+    np.testing.assert_array_equal(np.asarray(x), expected)

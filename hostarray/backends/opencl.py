@@ -154,6 +154,7 @@ class DeviceRuntime:
         self.label = label
         self.context = cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context)
+        self._probes: Any = None  # see _probe_queue
         self.lock = threading.Lock()
         self._link: str | None = None
         self._host_alignment: int | None = None
@@ -192,6 +193,14 @@ class DeviceRuntime:
             self.graveyard = []
 
     # -- the host link, decided once per device by an observable check --------------
+    def _probe_queue(self) -> Any:
+        """A queue of its own for the probes: they wait for their own commands only, never
+        for the launches a program queued before the first buffer was made (a launch that
+        probes must not block behind them)."""
+        if self._probes is None:
+            self._probes = cl.CommandQueue(self.context, self.cl_device)
+        return self._probes
+
     @property
     def link(self) -> str:
         """``"shared"``, ``"mapped"`` or ``"copied"`` for new buffers on this device."""
@@ -208,8 +217,9 @@ class DeviceRuntime:
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=host)
         prg = cl.Program(self.context, _PROBE_SOURCE).build()
-        cl.Kernel(prg, "hostarray_probe")(self.queue, (host.size,), None, buf)
-        self.queue.finish()
+        q = self._probe_queue()
+        cl.Kernel(prg, "hostarray_probe")(q, (host.size,), None, buf)
+        q.finish()
         shared = bool(host[7] == 0x5eed + 7)
         buf.release()
         return "shared" if shared else "mapped"
@@ -262,16 +272,17 @@ class DeviceRuntime:
                             hostbuf=host)
         except cl.Error:
             return False
+        q = self._probe_queue()
         try:
-            kernel(self.queue, (n,), None, buf)
-            mapped, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ, 0, (n,),
-                                              _U8, is_blocking=True)
+            kernel(q, (n,), None, buf)
+            mapped, _ = cl.enqueue_map_buffer(q, buf, cl.map_flags.READ, 0, (n,), _U8,
+                                              is_blocking=True)
             try:
                 same = address_of(mapped) == address_of(host)
                 ok = same and bool(np.array_equal(host, want))
             finally:
-                mapped.base.release(self.queue).wait()
-            self.queue.finish()
+                mapped.base.release(q).wait()
+            q.finish()
             untouched = bool((raw[:offset] == 0xA5).all()
                              and (raw[offset + n:offset + n + _GUARD] == 0xA5).all())
             return ok and untouched
@@ -336,8 +347,12 @@ class OpenCLBuffer:
                 q, self.buf, self.host[lo:hi], dst_offset=lo, is_blocking=False)
             return ev, hi - lo
         # Invalidate: the device's old contents of the range are dead, never read them back.
+        # Not blocking: nothing reads or writes through the mapping (the host's bytes are
+        # in place already), so the host need not wait for the queue to reach the map (a
+        # launch behind a long kernel returns at once); the unmap, queued behind it, makes
+        # them the device's, and is the transfer a host write waits for.
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.WRITE_INVALIDATE_REGION,
-                                          lo, (hi - lo,), _U8, is_blocking=True)
+                                          lo, (hi - lo,), _U8, is_blocking=False)
         ev = self.runtime.last_event = mapped.base.release(q)
         return ev, (hi - lo if self.link == "mapped" else 0)
 
