@@ -50,7 +50,6 @@ HPA = HostPtrArray
 _SEQ_MAX = 64          # reduced extents up to this: one work-item per result
 _SEQ_RESULTS = 16384   # this many results or more: one work-item per result
 _GROUPS = 1024         # groups a reduction with few results aims at (two passes)
-_UNROLL = 4            # elements a work-item of a group loads before combining them
 
 _BITS = {"char": 8, "uchar": 8, "short": 16, "ushort": 16, "int": 32, "uint": 32,
          "long": 64, "ulong": 64}
@@ -182,38 +181,25 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
         body.append(f"    const {l_t} mu = pmu[mu_off + g];")
     body += [f"    A av = {_literal(_identity(spec.op, spec.acc), a_t)};",
              "    long ai = LONG_MAX;"]
-    element = ["long rr = k;"] + [f"long {v}_i = {v}_b;" for v in names]
+    if mode == "seq":
+        body.append("    for (long k = 0; k < m; k++) {")
+    else:
+        body += ["    const long k1 = min(p * chunk + chunk, m);",
+                 f"    for (long k = p * chunk + l; k < k1; k += {GROUP}) {{"]
+    body += ["        long rr = k;"] + [f"        long {v}_i = {v}_b;" for v in names]
     for j in reversed(range(nr)):
         if j:
-            element.append(f"c = rr % rd{j}; rr /= rd{j};")
-            element += [f"{v}_i += c * {v}_r{j};" for v in names]
+            body.append(f"        c = rr % rd{j}; rr /= rd{j};")
+            body += [f"        {v}_i += c * {v}_r{j};" for v in names]
         else:
-            element += [f"{v}_i += rr * {v}_r0;" for v in names]
+            body += [f"        {v}_i += rr * {v}_r0;" for v in names]
     for v, dt in zip(names, ins):
         load = _convert(f"p{v}[{v}_i]", c_type(dt), l_t,
                         spec.load.kind == "b" and dt.kind != "b")
-        element.append(f"const {l_t} {v} = {load};")
-    value, index = f"(A)({spec.map})", "pidx[a_i]" if idx_in else "k"
-    if mode == "seq":
-        body.append("    for (long k = 0; k < m; k++) {")
-        body += ["        " + s for s in element]
-        body += [f"        const A bv = {value};", f"        const long bi = {index};",
-                 "        COMBINE(av, ai, bv, bi);", "    }"]
-    else:
-        # UNROLL elements a work-item loads before it combines them, in the same order as
-        # one at a time (the same result, bit for bit): their loads are in flight together
-        body += ["    const long k1 = min(p * chunk + chunk, m);",
-                 f"    for (long k0 = p * chunk + l; k0 < k1; k0 += {_UNROLL * GROUP}) {{",
-                 f"        A bvs[{_UNROLL}]; long bis[{_UNROLL}];",
-                 f"        for (int u = 0; u < {_UNROLL}; u++) {{",
-                 f"            const long k = k0 + u * {GROUP};",
-                 "            if (k < k1) {"]
-        body += ["                " + s for s in element]
-        body += [f"                bvs[u] = {value}; bis[u] = {index};", "            }",
-                 "        }",
-                 f"        for (int u = 0; u < {_UNROLL}; u++)",
-                 f"            if (k0 + u * {GROUP} < k1) COMBINE(av, ai, bvs[u], bis[u]);",
-                 "    }"]
+        body.append(f"        const {l_t} {v} = {load};")
+    body += [f"        const A bv = (A)({spec.map});",
+             f"        const long bi = {'pidx[a_i]' if idx_in else 'k'};",
+             "        COMBINE(av, ai, bv, bi);", "    }"]
     if mode != "seq":
         # a tree in local memory (the index travels only for the arg-extrema)
         put = "lv[l] = av; li[l] = ai;" if arg else "lv[l] = av;"
