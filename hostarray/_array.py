@@ -85,7 +85,8 @@ class HostPtrArray:
     def _bytes(self) -> tuple[int, int, int]:
         """``(first, lo, hi)``: the offset of the first element in the storage's bytes and
         the range ``[lo, hi)`` the elements cover.  Computed once: a view's address,
-        shape and strides never change, and ``_a`` is never rebound."""
+        shape and strides never change, and ``_a`` is rebound only by
+        :func:`hostarray.hostptr.install`, which forgets the span."""
         span = self._span
         if span is None:
             a = self._a

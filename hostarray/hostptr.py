@@ -157,7 +157,7 @@ def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink
     check_storage(found, dev, id(x))
     if dev in found.buffers:  # host belongs to an array attached there already
         raise BufferExists(id(x), dev)
-    x._a, x._s = view, found
+    x._a, x._s, x._span = view, found, None  # the one place an array changes memory
     return attach(x, dev)
 
 

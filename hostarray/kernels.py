@@ -717,7 +717,9 @@ class Kernel:
         pointer argument is the very array the last checked launch passed there (a plain
         HostPtrArray, still with a buffer on the device) and there is no ``__local``
         argument; else ``None``.  What those checks read can't have changed: an array's
-        device, type, flags and memory stay as created; scalars are converted again."""
+        device and type stay as created, and its view (memory, flags) unless
+        :func:`hostarray.hostptr.install` replaced it, which the view's identity tells;
+        scalars are converted again."""
         memo = self._memo
         if memo is None:
             return None
@@ -728,9 +730,10 @@ class Kernel:
             if ref is None:
                 values.append(self._scalar_arg(kind[0], kind[1], arg))
                 continue
-            if arg is not ref[0]() or dev not in arg._s.buffers:
+            # the same array over the same view (hostptr.install gives an array new memory)
+            if arg is not ref[0]() or arg._a is not ref[1]() or dev not in arg._s.buffers:
                 return None
-            values.append((arg, ref[1], ref[2]))
+            values.append((arg, ref[2], ref[3]))
         return values, [[args[j]._s, s] for j, s in spans]
 
     def _remember(self, args: tuple[Any, ...], values: list[Any],
@@ -746,7 +749,7 @@ class Kernel:
                 self._memo = None
                 return
             if kind == "buffer":
-                refs.append((weakref.ref(arg), v[1], v[2]))
+                refs.append((weakref.ref(arg), weakref.ref(arg._a), v[1], v[2]))
                 kinds.append(None)
                 first.setdefault(id(arg._s), j)
             else:

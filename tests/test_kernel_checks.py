@@ -668,3 +668,50 @@ def test_a_launch_that_publishes_does_not_wait_for_the_queue(prg: ha.Program,
     expected = np.arange(64, dtype=np.float32) + 1
     expected[3] = 101.0
     np.testing.assert_array_equal(np.asarray(x), expected)
+
+
+def test_a_repeated_launch_after_install_checks_the_new_memory(prg: ha.Program,
+                                                                cl_device: ha.Device) -> None:
+    """hostptr.install gives an array new memory: the launch after it checks that memory
+    (found by the adversarial review: the remembered offset and flags were reused)."""
+    n = 256
+    x = ha.zeros(n, dtype=ha.float32)
+    prg.f32(n, x).wait()  # checked: remembered at offset 0 of its own memory
+    assert hostptr.free_buffer(x, cl_device)
+    other = ha.zeros(2 * n, dtype=ha.float32)
+    hostptr.install(x, cl_device, np.asarray(other)[64:64 + n])  # 256 bytes into other
+    prg.f32(n, x).wait()
+    expected = np.zeros(2 * n, np.float32)
+    expected[64:64 + n] = 1
+    np.testing.assert_array_equal(np.asarray(other), expected)
+    # read-only memory installed: the same launch is refused, and nothing is written
+    y = ha.zeros(64, dtype=ha.float32)
+    prg.f32(64, y).wait()
+    assert hostptr.free_buffer(y, cl_device)
+    ro = np.zeros(64, dtype=np.float32)
+    ro.flags.writeable = False
+    hostptr.install(y, cl_device, ro)
+    with pytest.raises(hostptr.BadLaunch):
+        prg.f32(64, y)
+    assert not ro.any()
+
+
+def test_device_compute_after_install_uses_the_new_memory(cl_device: ha.Device) -> None:
+    """An array's byte span is cached for the device path; install forgets it."""
+    old = ha.set_device_compute_threshold(0)
+    try:
+        n = 256
+        prg = ha.Program("__kernel void t(__global float *x) { x[get_global_id(0)] += 0; }",
+                         device=cl_device)
+        x = ha.asarray(np.zeros(n, dtype=np.float32), device=cl_device, copy=True)
+        prg.t(n, x)  # device-newest: an operation may run on the device
+        y = x + 1.0  # (off a shared link the span of x, offset 0, is now known)
+        assert hostptr.free_buffer(x, cl_device)
+        other = ha.asarray(np.arange(2 * n, dtype=np.float32))
+        hostptr.install(x, cl_device, np.asarray(other)[64:64 + n])
+        prg.t(2 * n, other)  # the whole memory device-newest, the old span's bytes too
+        y = x * 2.0
+        np.testing.assert_array_equal(np.asarray(y),
+                                      2 * np.arange(64, 64 + n, dtype=np.float32))
+    finally:
+        ha.set_device_compute_threshold(old)

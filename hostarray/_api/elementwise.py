@@ -271,7 +271,7 @@ def _apply(fn: Any, d: Any, a: Any, b: Any) -> HostPtrArray:
     r = fn(a, b)
     if type(r) is ndarray:
         o = _alloc(HPA)
-        o._a, o._s, o._device = r, Storage(r), HOST
+        o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
         return o
     return wrap(r, d)
 
@@ -337,7 +337,7 @@ def _make_unary(fn: Any, name: str) -> Any:
             raise _operand_error(x)
         if type(r) is ndarray:
             o = _alloc(HPA)
-            o._a, o._s, o._device = r, Storage(r), HOST
+            o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
             return o
         return wrap(r, d)
     return unary
@@ -475,7 +475,7 @@ def _make_unary_operator(fn: Any, name: str) -> Any:
         r = fn(self._a)
         if type(r) is ndarray:
             o = _alloc(HPA)
-            o._a, o._s, o._device = r, Storage(r), HOST
+            o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
             return o
         return wrap(r, d)
     return op
