@@ -678,11 +678,12 @@ def test_a_repeated_launch_after_install_checks_the_new_memory(prg: ha.Program,
     x = ha.zeros(n, dtype=ha.float32)
     prg.f32(n, x).wait()  # checked: remembered at offset 0 of its own memory
     assert hostptr.free_buffer(x, cl_device)
-    other = ha.zeros(2 * n, dtype=ha.float32)
-    hostptr.install(x, cl_device, np.asarray(other)[64:64 + n])  # 256 bytes into other
+    k = max(64, cl_device.alignment // 4)  # a sub-buffer origin on this device
+    other = ha.zeros(k + n, dtype=ha.float32)
+    hostptr.install(x, cl_device, np.asarray(other)[k:k + n])  # 4k bytes into other
     prg.f32(n, x).wait()
-    expected = np.zeros(2 * n, np.float32)
-    expected[64:64 + n] = 1
+    expected = np.zeros(k + n, np.float32)
+    expected[k:k + n] = 1
     np.testing.assert_array_equal(np.asarray(other), expected)
     # read-only memory installed: the same launch is refused, and nothing is written
     y = ha.zeros(64, dtype=ha.float32)
