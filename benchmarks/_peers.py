@@ -279,8 +279,29 @@ def _progress(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
+def python_reference_us() -> float:
+    """The host's Python speed: µs of the launching thread's CPU time for one
+    ``[None for _ in range(1000)]`` (median of 9 batches of 100).  Lent machines of one
+    kind differ (the H200 hosts ran it in 28-30 µs, the development machine in 11-13):
+    hostarray's Python-bound figures compare across runs only next to this."""
+    runs = []
+    for _ in range(9):
+        t0 = time.thread_time()
+        for _ in range(100):
+            [None for _ in range(1000)]
+        runs.append((time.thread_time() - t0) / 100 * 1e6)
+    return statistics.median(runs)
+
+
+def python_reference(result: dict[str, Any]) -> str:
+    """The header's Python reference, for a title line (empty where not measured)."""
+    ref = result.get("host", {}).get("python_reference_us")
+    return f"; Python reference {ref:.1f} us" if ref else ""
+
+
 def run_header(dev: ha.Device) -> dict[str, Any]:
-    """When, on which device and with which software a benchmark ran (its JSON header)."""
+    """When, on which device and with which software a benchmark ran (its JSON header),
+    with the host's Python speed (:func:`python_reference_us`)."""
     import pyopencl as cl
 
     return {
@@ -290,7 +311,7 @@ def run_header(dev: ha.Device) -> dict[str, Any]:
                    "driver": dev._cl_device.driver_version},
         "host": {"python": platform.python_version(), "numpy": np.__version__,
                  "pyopencl": cl.VERSION_TEXT, "hostarray": ha.__version__,
-                 "cpus": os.cpu_count()},
+                 "cpus": os.cpu_count(), "python_reference_us": python_reference_us()},
     }
 
 
@@ -461,9 +482,9 @@ def format_result(result: dict[str, Any], wl: Workload) -> str:
     forced = result["forced_link"]
     lines = _wrap(f"{wl.title} -- {d['spec']} ({d['name']}), link {d['link']}"
                   + (f" (hostarray's buffers forced to {forced})" if forced else "")
-                  + f"; CuPy: {result['cupy']}; {result['date']}; medians of "
-                  f"{result['repeat']} run{'s' if result['repeat'] != 1 else ''} after a "
-                  f"warm-up (us, ms, s)")
+                  + f"; CuPy: {result['cupy']}; {result['date']}{python_reference(result)}; "
+                  f"medians of {result['repeat']} run{'s' if result['repeat'] != 1 else ''} "
+                  f"after a warm-up (us, ms, s)")
     header = ["size", "lib", "time", "t/cupy", "moved", "syncs", "PCIe", "host", "over cl",
               "limit"]
     rows: list[Any] = []

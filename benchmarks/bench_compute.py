@@ -59,7 +59,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _peers import SRC, CupyLib, _progress, run_header, x0  # noqa: E402
+from _peers import SRC, CupyLib, _progress, python_reference, run_header, x0  # noqa: E402
 
 import hostarray as ha  # noqa: E402
 from hostarray.bench import (  # noqa: E402
@@ -600,8 +600,9 @@ SWEEP_LEGEND = [
 def _title(result: dict[str, Any]) -> str:
     d = result["device"]
     return (f"device compute -- {d['spec']} ({d['name']}), link {d['link']}; threshold "
-            f"{result['threshold']}; CuPy: {result['cupy']}; {result['date']}; medians of "
-            f"{result['repeat']} run{'s' if result['repeat'] != 1 else ''} after a warm-up")
+            f"{result['threshold']}; CuPy: {result['cupy']}; {result['date']}"
+            f"{python_reference(result)}; medians of {result['repeat']} "
+            f"run{'s' if result['repeat'] != 1 else ''} after a warm-up")
 
 
 def _verdicts(result: dict[str, Any]) -> list[str]:

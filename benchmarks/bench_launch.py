@@ -52,7 +52,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _peers import _progress, run_header  # noqa: E402
+from _peers import _progress, python_reference, run_header  # noqa: E402
 
 import hostarray as ha  # noqa: E402
 from hostarray.bench import (  # noqa: E402
@@ -378,9 +378,9 @@ def format_result(result: dict[str, Any]) -> str:
     forced = result["forced_link"]
     lines = _wrap(f"launch cost -- {d['spec']} ({d['name']}), link {d['link']}"
                   + (f" (hostarray's buffers forced to {forced})" if forced else "")
-                  + f"; CuPy: {result['cupy']}; {result['date']}; medians of "
-                  f"{result['repeat']} batches of {result['launches']} launches after a "
-                  f"warm-up")
+                  + f"; CuPy: {result['cupy']}; {result['date']}{python_reference(result)}; "
+                  f"medians of {result['repeat']} batches of {result['launches']} launches "
+                  f"after a warm-up")
     header = ["size", "how", "per launch", "over cl", "host CPU", "limit", "correct"]
     rows: list[Any] = []
     for row in result["rows"]:
