@@ -464,11 +464,12 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     or numpy scalars of type ``loop``.  ``out`` (in place) or a new pooled result of
     ``out_dt``.  ``None`` where an operand can't be a kernel operand (then nothing
     happened)."""
+    new = None
     if out is None:
         if not math.prod(shape):
             return None
         out = pool.result(dev, shape, out_dt)
-        mode = "w"
+        mode, new = "w", out._s
     else:
         oa = out._a
         if not oa.size:
@@ -511,7 +512,7 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
             v = w
         call += [v, v.offset, *sts[j]]
         j += 1
-    enqueue(dev, plan.kernel, name, plan.n, call, arrays, device_op=True)
+    enqueue(dev, plan.kernel, name, plan.n, call, arrays, device_op=True, new=new)
     return out
 
 
