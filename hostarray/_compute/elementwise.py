@@ -464,12 +464,12 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     or numpy scalars of type ``loop``.  ``out`` (in place) or a new pooled result of
     ``out_dt``.  ``None`` where an operand can't be a kernel operand (then nothing
     happened)."""
-    new = None
+    new: tuple[Any, ...] = ()
     if out is None:
         if not math.prod(shape):
             return None
         out = pool.result(dev, shape, out_dt)
-        mode, new = "w", out._s
+        mode, new = "w", (out._s,)
     else:
         oa = out._a
         if not oa.size:

@@ -186,15 +186,15 @@ def compiled(dev: Device, source: str, name: str) -> tuple[Any, threading.Lock]:
 
 def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
             args: Sequence[Any], arrays: Sequence[ArrayArg] | None = None,
-            device_op: bool = False, new: Any = None) -> None:
+            device_op: bool = False, new: Sequence[Any] = ()) -> None:
     """Launch ``kernel`` over ``n`` work-items (rounded up to whole groups: the kernel
     returns for ids ``>= n``), with ``args``: :class:`ArrayArg` (passed as the storage's
     whole buffer) or scalars (numpy scalars of the declared types).  ``arrays``: the
     :class:`ArrayArg` of ``args`` once each, where the caller has them (an operand both
     read and written is one ``"rw"`` ArrayArg, passed twice in ``args``).  ``device_op``:
     the launch is a whole operation of the device path (counted in ``device_ops``).
-    ``new``: a storage the caller has just taken from the pool for the result, which no
-    other thread can reach yet: its lock is not taken.
+    ``new``: storages the caller has just taken from the pool (results, temporaries) that
+    no other thread can reach yet: their locks are not taken.
 
     Under the operands' storage locks: publish what the device lacks of the bytes read,
     wait for other devices' launches where bytes are written, enqueue, record."""
@@ -212,7 +212,7 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
         storages = list({id(v.s): v.s for v in arrays}.values())
     knl, klock = kernel
     gs = (-(-n // GROUP) * GROUP,)
-    held = storages if new is None else [s for s in storages if s is not new]
+    held = [s for s in storages if s not in new] if new else storages
     with held[0].lock if len(held) == 1 else locked(held):
         cl_args = []
         for v in args:

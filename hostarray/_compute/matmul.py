@@ -249,7 +249,8 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
                        v2, i64(v2.offset), i64(b_sk), i64(b_sn)]
     for k, d in enumerate(dims):
         call += [i64(d), i64(sa[k]), i64(sb[k])]
-    enqueue(dev, compiled(dev, src, "mm"), "matmul", tn * tm * nb * GROUP, call)
+    enqueue(dev, compiled(dev, src, "mm"), "matmul", tn * tm * nb * GROUP, call,
+            new=(out._s,))  # taken from the pool above: no other thread reaches it
     return out
 
 

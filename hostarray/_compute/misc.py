@@ -249,7 +249,7 @@ def _empty(dev: Device, shape: tuple[int, ...], dt: np.dtype) -> HostPtrArray | 
         return None
     # a write-only launch that writes nothing: the bytes are the device's from now on, so a
     # kernel using them publishes nothing (their garbage needs no copy)
-    enqueue(dev, compiled(dev, _TOUCH, "touch"), "empty", 1, [o])
+    enqueue(dev, compiled(dev, _TOUCH, "touch"), "empty", 1, [o], new=(r._s,))
     COUNTERS.add(device_ops=1)
     return r
 

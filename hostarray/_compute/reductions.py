@@ -298,7 +298,9 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
              mu: ArrayArg | None, q: Any, idx_in: HostPtrArray | None,
              idx_out: HostPtrArray | None, final: bool) -> None:
     """One launch of the reduction kernel (``o``: ``out``'s argument if made already;
-    ``final``: ``out`` is the result, else the partial states of pass 1)."""
+    ``final``: ``out`` is the result, else the partial states of pass 1).  ``out``, the
+    index temporaries and ``mu`` are pooled storages taken by this reduction, which no
+    other thread can reach yet (see :func:`~hostarray._compute.launch.enqueue`'s ``new``)."""
     key = (spec.op, spec.acc, spec.load, spec.out, spec.map, spec.epilogue, spec.mu, spec.q,
            *[op.dtype for op in ops], len(kd), len(rd), mode, final, idx_in is not None)
     src = _SOURCES.get(key)
@@ -324,7 +326,10 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
         call.append(spec.q.type(q))
     call += [parts, chunk]
     items = n if mode == "seq" else n * parts * GROUP
-    enqueue(dev, kernel, "reduce_" + spec.op, items, call)
+    new = [out._s] + [t._s for t in (idx_in, idx_out) if t is not None]
+    if mu is not None:
+        new.append(mu.s)
+    enqueue(dev, kernel, "reduce_" + spec.op, items, call, new=new)
 
 
 # -- the namespace's reductions -------------------------------------------------------------
