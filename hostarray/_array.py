@@ -19,7 +19,7 @@ import numpy as np
 from . import _sharing
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
-from ._storage import HostWrite, Storage, address_of, aligned_empty, locked
+from ._storage import HostWrite, Storage, address_of, aligned_empty, byte_bounds, locked
 
 __all__ = ["HostPtrArray", "wrap", "aligned_copy", "host_view"]
 
@@ -90,16 +90,9 @@ class HostPtrArray:
         span = self._span
         if span is None:
             a = self._a
-            first = address_of(a) - self._s.address
-            lo = hi = first
-            if a.size:
-                hi += a.itemsize
-                for n, st in zip(a.shape, a.strides):
-                    if st < 0:
-                        lo += st * (n - 1)
-                    else:
-                        hi += st * (n - 1)
-            span = self._span = (first, lo, hi)
+            base = self._s.address
+            lo, hi = byte_bounds(a)
+            span = self._span = (address_of(a) - base, lo - base, hi - base)
         return span
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

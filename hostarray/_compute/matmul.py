@@ -17,9 +17,9 @@ way each operand is stored (zero outside the matrices, so edges need no special
 case: a padded product is never stored).  Each value read from local memory is
 used 4 (8) times from a register.  The tiles take 2 x 16 x 65 or 2 x 8 x 129
 elements of local memory: at most 16.5 KiB, for 8-byte types, within OpenCL's
-guaranteed 32 KiB.  On the H200 (float32) this runs at 2.1-2.9 times cuBLAS's time
-from n = 1024 to 8192, where the first version (32 x 32 tiles, 4 outputs per
-work-item) took 3.5-4.7 times.
+guaranteed 32 KiB.  On the H200 (float32) this runs at 2.1-2.3 times cuBLAS's time
+from n = 2048 to 8192 and 3.7 times at 1024, where the first version (32 x 32 tiles,
+4 outputs per work-item) took 3.5-4.7 times.
 
 The launch is one-dimensional, like every generated kernel's: the group's
 number gives its tile column, tile row and batch index, so no grid dimension
@@ -242,13 +242,12 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
     ts = TS_LARGE if -(-M // TS_LARGE) * -(-N // TS_LARGE) * nb >= _units(dev) else TS
     src = _source(c_type(lt), lt.kind, c_type(x1._a.dtype), c_type(x2._a.dtype),
                   c_type(out_dt), len(dims), ta, tb, ts)
-    i64 = np.int64
     tn, tm = -(-N // ts), -(-M // ts)
-    call: list[Any] = [i64(M), i64(N), i64(K), i64(tn), i64(tm), o, i64(o.offset),
-                       v1, i64(v1.offset), i64(a_sm), i64(a_sk),
-                       v2, i64(v2.offset), i64(b_sk), i64(b_sn)]
+    # plain ints: the kernel's scalars are declared (launch.compiled), pyopencl packs them
+    call: list[Any] = [M, N, K, tn, tm, o, o.offset, v1, v1.offset, a_sm, a_sk,
+                       v2, v2.offset, b_sk, b_sn]
     for k, d in enumerate(dims):
-        call += [i64(d), i64(sa[k]), i64(sb[k])]
+        call += [d, sa[k], sb[k]]
     enqueue(dev, compiled(dev, src, "mm"), "matmul", tn * tm * nb * GROUP, call,
             new=(out._s,))  # taken from the pool above: no other thread reaches it
     return out

@@ -226,11 +226,6 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
 
 # -- layouts and launches -------------------------------------------------------------------
 
-def _pooled(dev: Device, dt: np.dtype, shape: tuple[int, ...]) -> HostPtrArray:
-    """A new result of ``shape`` and ``dt`` from the pool, newest nowhere yet."""
-    return pool.result(dev, shape, dt)
-
-
 def _temporary(t: HostPtrArray, dev: Device, mode: str) -> ArrayArg:
     """A pooled array's kernel argument (always one: whole elements, a buffer on ``dev``)."""
     v = array_arg(t, dev, mode)
@@ -272,9 +267,9 @@ def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
         return True
     chunk = -(-m // parts)
     parts = -(-m // chunk)
-    tv = _pooled(dev, spec.acc, (n * parts,))
+    tv = pool.result(dev, (n * parts,), spec.acc)
     arg = spec.op in ("argmax", "argmin")
-    ti = _pooled(dev, np.dtype(np.int64), (n * parts,)) if arg else None
+    ti = pool.result(dev, (n * parts,), np.dtype(np.int64)) if arg else None
     _enqueue(dev, spec, ops, kd, ksts, rd, rsts, "group", parts, chunk, tv, None, mu_arg, q,
              idx, ti, False)
     # pass 2: the partials, (n, parts) contiguous, one group per result
@@ -451,14 +446,14 @@ def _reduce(name: str, dev: Device, x: HostPtrArray, axis: Any = None, dtype: An
     op = _split(x, xa, axes)
     kept = tuple(n for k, n in enumerate(a.shape) if k not in axes)
     red = tuple(a.shape[k] for k in axes)
-    out = _pooled(dev, spec.out, _result_shape(a.shape, axes, keepdims))
+    out = pool.result(dev, _result_shape(a.shape, axes, keepdims), spec.out)
     if not spec.mu:
         q = m if spec.q is not None else None
         return out if _launch(dev, spec, [op], kept, red, out, None, q) else None
     den = m - corr
     if den <= 0:
         return None  # numpy's warning and inf/nan: the host path
-    mu = _pooled(dev, spec.out, (math.prod(kept),))
+    mu = pool.result(dev, (math.prod(kept),), spec.out)
     mean = Spec("add", spec.acc, spec.load, spec.out, "a", "acc / q", q=spec.q)
     if not _launch(dev, mean, [op], kept, red, mu, None, m):
         return None
@@ -505,7 +500,7 @@ def _vecdot(dev: Device, x1: Any, x2: Any, axis: Any) -> HostPtrArray | None:
     else:
         mp = "(A)((WA)(UA)a * (WA)(UA)b)"
     spec = Spec("add", rt, rt, rt, mp)
-    out = _pooled(dev, rt, shape)
+    out = pool.result(dev, shape, rt)
     return out if _launch(dev, spec, ops, shape, (m,), out, None, None) else None
 
 
@@ -537,7 +532,7 @@ def _norm(dev: Device, x: HostPtrArray, axis: Any, keepdims: bool, ord_: Any
         return None
     kept = tuple(n for k, n in enumerate(a.shape) if k not in axes)
     red = tuple(a.shape[k] for k in axes)
-    out = _pooled(dev, rt, _result_shape(a.shape, axes, keepdims))
+    out = pool.result(dev, _result_shape(a.shape, axes, keepdims), rt)
     ok = _launch(dev, spec, [_split(x, xa, axes)], kept, red, out, None, q)
     return out if ok else None
 
@@ -606,7 +601,7 @@ def _cumulative(name: str, dev: Device, x: HostPtrArray, axis: Any, dtype: Any,
         return None
     m = a.shape[ax]
     shape = a.shape[:ax] + (m + bool(include_initial),) + a.shape[ax + 1:]
-    out = _pooled(dev, rt, shape)
+    out = pool.result(dev, shape, rt)
     o = array_arg(out, dev, "w")
     if o is None:
         return None
