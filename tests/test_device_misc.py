@@ -37,12 +37,15 @@ def moved() -> int:
 
 
 def same(got: ha.HostPtrArray, ref: np.ndarray) -> None:
-    """``got`` is numpy's ``ref``: data type, shape, values (NaN where NaN, zeros' signs)."""
+    """``got`` is numpy's ``ref``: data type, shape, values (NaN where NaN, zeros' signs; a
+    NaN's sign is not compared: IEEE 754 leaves it open, and numpy's own loops differ there,
+    e.g. ``clip(-nan, 0.0, nan)`` by CPU)."""
     g = np.asarray(got)
     assert g.dtype == ref.dtype and g.shape == ref.shape, (g.dtype, ref.dtype, g.shape, ref.shape)
     assert np.array_equal(g, ref, equal_nan=ref.dtype.kind == "f"), (g, ref)
     if ref.dtype.kind == "f":
-        assert np.array_equal(np.signbit(g), np.signbit(ref))
+        number = ~np.isnan(ref)
+        assert np.array_equal(np.signbit(g[number]), np.signbit(ref[number])), (g, ref)
 
 
 def expect_device(dev: ha.Device, ops: int = 1) -> None:
@@ -261,7 +264,29 @@ def test_clip_is_numpys(dev: ha.Device, data: Any, dt: Any, shape: Any) -> None:
     s = ha.stats()
     if on_device(dev):
         assert s.device_ops + s.host_fallbacks >= 1 and moved() == 0, s
+    if any(isinstance(v, np.ndarray) and v.ndim for v in (alo, ahi)):
+        # numpy's sign of a zero at a tie (x -0.0, a bound 0.0) depends on whether its
+        # iterator gives that bound stride 0 (size-1 bounds: by layout); the standard leaves
+        # it open, so only values are compared there
+        got = np.asarray(r)
+        tie = (ref == 0) & (got == 0)
+        r, ref = ha.asarray(np.where(tie, 0, got).astype(got.dtype)), np.where(tie, 0, ref)
+        ref = ref.astype(a.dtype)
     same(r, ref)
+
+
+def test_clip_zero_ties_with_zero_d_bounds_keep_x(dev: ha.Device) -> None:
+    # numpy keeps x at a tie of zeros when both bounds are constant through its loop:
+    # Python scalars and 0-d arrays
+    a = np.asarray([0.0, -0.0, 0.0, -0.0], np.float32)
+    x = device_newest(a, dev)
+    for lo, hi in [(0.0, np.asarray(-0.0, np.float32)), (np.asarray(-0.0, np.float32), 0.0),
+                   (np.asarray(0.0, np.float32), np.asarray(-0.0, np.float32))]:
+        xlo, xhi = (device_newest(v, dev) if isinstance(v, np.ndarray) else v for v in (lo, hi))
+        ha.reset_stats()
+        r = ha.clip(x, xlo, xhi)
+        expect_device(dev)
+        same(r, np.clip(a, lo, hi))
 
 
 def test_clip_special_values(dev: ha.Device) -> None:

@@ -176,9 +176,11 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
     elif hi is None:
         expr = _max("a", "b", kind, False)
     else:
-        # numpy keeps x on a tie (-0.0 against 0.0) only with two scalar bounds (its vector
-        # loop); an array bound wins its ties, as with one bound
-        keep = type(lo) is not HPA and type(hi) is not HPA
+        # numpy keeps x on a tie (-0.0 against 0.0) when both bounds are constant through its
+        # inner loop (Python scalars, 0-d arrays: stride 0); otherwise the bound wins its
+        # ties, as with one bound. Which a size-1 bound gets depends on numpy's iterator, so
+        # the sign of a zero at such a tie is not promised (the standard leaves it open).
+        keep = all(type(v) is not HPA or v.ndim == 0 for v in (lo, hi))
         expr = _min(_max("a", "b", kind, keep), "c", kind, keep)
     return run(dev, "clip", expr, ops, dt, xdt, shape)
 
