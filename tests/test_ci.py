@@ -16,9 +16,12 @@ def _readme_commands() -> list[str]:
 def test_ci_runs_exactly_the_readme_test_command() -> None:
     test_cmd = next(c for c in _readme_commands() if "pytest" in c)
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert test_cmd in ci
+    # set -e does not stop at a failure inside an && list (only at its last command's), so
+    # the command ends in "|| exit 1": CI fails when any part of it fails
+    line = test_cmd + " || exit 1"
+    assert line in ci
     assert "export HOSTARRAY_REQUIRE_DEVICE=1" in ci
-    assert ci.index("export HOSTARRAY_REQUIRE_DEVICE=1") < ci.index(test_cmd)
+    assert ci.index("export HOSTARRAY_REQUIRE_DEVICE=1") < ci.index(line)
     assert "set -euo pipefail" in ci  # a failing (or empty: exit 5) pytest fails CI
 
 
