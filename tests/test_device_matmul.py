@@ -9,6 +9,7 @@ the values must be the same.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.device
 
 OPS: dict[str, Callable[[Any, Any], Any]] = {
     "@": lambda x, y: x @ y, "matmul": ha.matmul, "linalg.matmul": ha.linalg.matmul}
-SETTINGS = settings(max_examples=60, deadline=None, database=None,
+_SCALE = 10 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 1  # thorough: 10x examples
+SETTINGS = settings(max_examples=60 * _SCALE, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 

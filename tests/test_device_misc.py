@@ -12,6 +12,7 @@ link it must not (by design), and the values are the same.
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,8 @@ import hostarray as ha
 
 pytestmark = pytest.mark.device
 
-SETTINGS = settings(max_examples=40, deadline=None,
+_SCALE = 10 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 1  # thorough: 10x examples
+SETTINGS = settings(max_examples=40 * _SCALE, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 
