@@ -257,14 +257,21 @@ class BufferExists(HostPtrError, ValueError):
         ``id()`` of the array.
     device : Device or str
         The device it already has a buffer on.
+    why : str
+        Where the buffer is, when it is not the array's own (may be empty): e.g. the
+        memory given to :func:`hostarray.hostptr.install` belongs to another array that
+        has a buffer there.
     """
 
-    def __init__(self, array_id: int, device: Any) -> None:
-        super().__init__(array_id, device)
+    def __init__(self, array_id: int, device: Any, why: str = "") -> None:
+        super().__init__(array_id, device, why)
         self.array_id = array_id
         self.device = device
+        self.why = why
 
     def __str__(self) -> str:
+        if self.why:
+            return f"array {self.array_id:#x} can't get a buffer on {self.device}: {self.why}"
         return (f"array {self.array_id:#x} already has a buffer on {self.device}; free it "
                 f"first with hostptr.free_buffer(x, device).")
 

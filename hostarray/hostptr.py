@@ -156,7 +156,9 @@ def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink
     found, view = _storage_for(host)
     check_storage(found, dev, id(x))
     if dev in found.buffers:  # host belongs to an array attached there already
-        raise BufferExists(id(x), dev)
+        raise BufferExists(id(x), dev, "the memory given as host belongs to another array "
+                           "that has a buffer there; free that array's buffer first "
+                           "(hostptr.free_buffer(other, device)), or pass a copy (host.copy())")
     x._a, x._s, x._span = view, found, None  # the one place an array changes memory
     return attach(x, dev)
 

@@ -374,9 +374,12 @@ def test_install_of_another_attached_arrays_memory_is_refused(cl_device) -> None
     hostptr.attach(other, cl_device)
     x = ha.zeros(N, dtype=ha.float32)
     before = _snapshot(x)
-    with pytest.raises(hostptr.BufferExists):
+    with pytest.raises(hostptr.BufferExists) as e:
         hostptr.install(x, cl_device, np.asarray(other))
     assert _snapshot(x) == before
+    # the message says whose buffer is in the way (not x's: x has none) and what to do
+    assert "another array" in str(e.value) and "free_buffer(other" in str(e.value)
+    assert e.value.array_id == id(x) and e.value.why
     y = ha.zeros(N, dtype=ha.float32)
     free = ha.zeros(N, dtype=ha.float32)
     hostptr.install(y, cl_device, np.asarray(free))  # another array's memory: its state
