@@ -78,7 +78,8 @@ def test_pow_half_special_values_match_host(dev: ha.Device) -> None:
         got = np.asarray(x ** 0.5)
     exp = _host(lambda a: a ** 0.5, vals)
     np.testing.assert_array_equal(got, exp)
-    np.testing.assert_array_equal(np.signbit(got), np.signbit(exp))
+    number = ~np.isnan(exp)  # a NaN's sign is left open (IEEE 754; numpy's differs by CPU)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(exp[number]))
 
 
 def test_pow_minus_one_is_the_exact_reciprocal_as_on_host(dev: ha.Device) -> None:
