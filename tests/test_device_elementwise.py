@@ -233,12 +233,14 @@ def stays_on_host(name: str, operands: tuple[Any, ...], result: np.ndarray) -> b
         if isinstance(b, HPA) and _dtype_of(b).kind == "i" or not isinstance(b, HPA) and b < 0:
             return True  # numpy's error depends on the exponents' values
     ints = [x for x in operands if type(x) is int]
-    if any(not -2**63 <= x < 2**63 for x in ints):
-        return True  # numpy raises or not by the loop it picks
     if ints and dts:  # Python ints outside numpy's loop type: numpy raises or compares by value
         types = [np.dtype(x.dtype) if isinstance(x, HPA) else
                  np.dtype(bool) if type(x) is bool else type(x) for x in operands]
         loop = UFUNCS[name].resolve_dtypes((*types, None))[0]
+        if loop.kind == "f":
+            return False  # a float loop converts any int as numpy does (or raises as it does)
+        if any(not -2**63 <= x < 2**63 for x in ints):
+            return True  # numpy raises or not by the loop it picks
         if loop.kind in "iu" and not all(np.iinfo(loop).min <= x <= np.iinfo(loop).max
                                          for x in ints):
             return True
@@ -353,6 +355,33 @@ def test_float_specials(dt: str, dev: ha.Device, on_device: bool) -> None:
         check(dev, on_device, name, getattr(ha, name), (device_newest(dev, a),
                                                         device_newest(dev, b)),
               (host_array(a), host_array(b)))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_float_loops_take_any_python_int_numpy_converts(dt: str, dev: ha.Device,
+                                                         on_device: bool) -> None:
+    """A Python int beyond int64 with a float array: numpy converts it to the float type
+    (2**200 is inf in float32; 2**1100 raises OverflowError); the device path and the host
+    path take it too (floor_divide's infinity check once refused such an int on the host
+    with a TypeError, and the device path sent every such int to the host)."""
+    a = np.array([1.0, -1.0, 3.5, -0.0, 7e20], dt)
+    for v in (2**64, -2**70, 2**63, 2**200, 2**1100):
+        for name in ("floor_divide", "remainder", "add", "less", "multiply"):
+            f = getattr(ha, name)
+            check(dev, on_device, name, f, (device_newest(dev, a), v), (host_array(a), v))
+            check(dev, on_device, name, lambda x, y, f=f: f(y, x), (device_newest(dev, a), v),
+                  (host_array(a), v), reflected=True)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                try:
+                    want = getattr(np, name)(a, v)
+                except OverflowError:
+                    continue
+                got = np.asarray(f(host_array(a), v))
+                if name == "floor_divide" and np.isinf(np.asarray(v, dt)):
+                    want = np.floor(a / np.asarray(v, dt))  # the standard's rule (DEVIATIONS)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
 
 
 BROADCASTS = [((), (3,)), ((3,), ()), ((), ()), ((3, 1), (1, 4)), ((2, 1, 4), (3, 1)),

@@ -34,15 +34,26 @@ __all__: list[str] = []
 # -- implementations where numpy differs from the standard ----------------------------------
 
 def _floor_divide(a: Any, b: Any) -> Any:
-    if np.result_type(a, b).kind != "f":
+    dt = np.result_type(a, b)
+    if dt.kind != "f":
         return np.floor_divide(a, b)
     # numpy pairs // with % (Python's rule); the standard prefers floor(x1 / x2)
     # when an operand is infinite: inf // 2 is inf, 1 // -inf is -0.
-    inf = np.isinf(a) | np.isinf(b)
+    inf = _infinite(a, dt) | _infinite(b, dt)
     if not inf.any():
         return np.floor_divide(a, b)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(inf, np.floor(np.divide(a, b)), np.floor_divide(a, b))
+
+
+def _infinite(v: Any, dt: np.dtype) -> Any:
+    """Where ``v`` is infinite as the loop of type ``dt`` sees it: a Python scalar converted
+    to ``dt`` first, as numpy converts it (``1e39`` is ``inf`` in float32; ``2**70`` is a
+    float, not an object numpy's ``isinf`` refuses)."""
+    if type(v) in _PY_SCALARS:
+        with np.errstate(over="ignore"):  # numpy's own operation warns of the cast
+            v = np.asarray(v, dtype=dt)
+    return np.isinf(v)
 
 
 def _expm1(x: np.ndarray) -> Any:

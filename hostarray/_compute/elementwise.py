@@ -609,8 +609,10 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
         if type(x) is HPA:
             vals.append(x)
             continue
-        if type(x) is int and not -_C_LONG <= x < _C_LONG:
+        if type(x) is int and lt.kind != "f" and not -_C_LONG <= x < _C_LONG:
             return None  # numpy raises or not by the path it takes (bool + 2**63 raises)
+        # (a float loop converts any int as numpy does: 2**70 exactly rounded, 2**200 to
+        # float32 inf, 2**1100 an OverflowError, which the host path raises)
         try:  # numpy's own conversion: out-of-range values raise on the host path
             v = lt.type(x)
         except (OverflowError, ValueError, TypeError):
