@@ -421,17 +421,13 @@ class HostPtrArray:
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
         if t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key)):
-            # basic indexing: numpy answers with a view, which reads nothing (no acquire),
-            # or a scalar for a full integer index, which reads the element
-            s = self._s
+            # basic indexing: a view, which reads nothing (no acquire). numpy answers a full
+            # integer index with a scalar (a copy): the same key with ``...`` gives the
+            # element's 0-d view instead, so writes through it reach x, as for every view
             r = self._a[key]
-            if type(r) is np.ndarray:
-                return _new(r, s, self._device)
-            if s.host_stale:
-                # only the element's bytes: the same key with ``...`` gives its 0-d view
-                s.sync_for_host_read(self._a[(*key, ...) if t is tuple else (key, ...)])
-                r = self._a[key]
-            return wrap(np.asarray(r), self._device)
+            if type(r) is not np.ndarray:
+                r = self._a[(*key, ...) if t is tuple else (key, ...)]
+            return _new(r, self._s, self._device)
         key = _numpy_key(key)
         r = self._host()[key]
         if isinstance(r, np.ndarray) and r.base is not None and np.may_share_memory(r, self._a):
@@ -440,8 +436,9 @@ class HostPtrArray:
 
     def __setitem__(self, key: Any, value: Any, /) -> None:
         if not self._a.flags.writeable:  # refused before the coherence state is touched
-            raise ValueError("this array is over read-only memory (np.frombuffer on bytes, a "
-                             "read-only numpy array); write to ha.asarray(x, copy=True)")
+            raise ValueError("this array is read-only (a broadcast or diagonal view, or read-only "
+                             "memory: np.frombuffer on bytes, a read-only numpy array); write "
+                             "to a copy, ha.asarray(x, copy=True)")
         key = _numpy_key(key)
         if (self._s.host_stale or (type(value) is HostPtrArray and value._s.host_stale)) \
                 and self._device.framework == "opencl":

@@ -183,7 +183,7 @@ def transfer_guard(mode: str) -> AbstractContextManager[None]:
     >>> _ = prg.one(x.shape, ha.write(x))
     >>> with ha.transfer_guard("log"):
     ...     print(float(x[1]))
-    implicit acquire of 4 bytes [4, 8) from ... needed by HostPtrArray.__getitem__ at ...
+    implicit acquire of 4 bytes [4, 8) from ... needed by HostPtrArray.__float__ at ...
     1.0
     >>> log.removeHandler(handler)
     """

@@ -485,3 +485,30 @@ def test_scalar_that_fits_is_passed_exactly(prg, cl_device, kernel, value, expec
     x = ha.zeros(2, dtype=dtype, device=cl_device)
     getattr(prg, kernel)(2, x, value)
     assert x.tolist() == [expected] * 2
+
+
+def test_a_full_integer_index_is_a_view_that_writes_reach(prg, cl_device) -> None:
+    # x[3] was a 0-d copy (numpy gives a scalar there): `x[3][...] = v` and
+    # `np.add(a, b, out=x[5])` then changed nothing, silently. It is the element's 0-d view
+    # (the docs' promise for every basic index); reading it acquires only its bytes.
+    x = ha.asarray(np.arange(8, dtype=np.float32), device=cl_device, copy=True)
+    model = np.arange(8, dtype=np.float32)
+    prg.add(x.shape, x, np.float32(1))
+    model += 1
+    ha.reset_stats()
+    assert float(x[2]) == model[2]
+    assert ha.stats().bytes_acquired <= 4  # the element, not the array (copied link)
+    v = x[3]
+    assert v.shape == () and np.shares_memory(np.asarray(v), np.asarray(x))
+    v[...] = 99
+    model[3] = 99
+    np.add(x[0], 1, out=x[5])
+    model[5] = model[0] + 1
+    np.add.reduce(x[:4], out=x[6])
+    model[6] = model[:4].sum()
+    m = x.reshape((2, 4))
+    m[1, 3][...] = -7  # a tuple key too
+    model[7] = -7
+    prg.add(x.shape, x, np.float32(1))  # the kernel sees every write made through the views
+    model += 1
+    np.testing.assert_array_equal(np.asarray(x), model)
