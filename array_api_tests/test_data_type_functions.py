@@ -25,6 +25,20 @@ def test_astype(data) -> None:
     assert r.dtype == dst
 
 
+def test_astype_complex_to_bool() -> None:
+    # the standard's note on astype: 0 + 0j casts to False, every other value to True (NaN
+    # components too); array_api_strict refuses the cast, so this is checked against the
+    # note itself rather than differentially
+    astype = ha_fn("astype")
+    for dt in (ha.complex64, ha.complex128):
+        vals = [0j, -0.0 - 0.0j, 1j, 2 + 0j, complex(float("nan"), 0), complex(0, float("inf"))]
+        r = astype(ha.asarray(vals, dtype=dt), ha.bool)
+        assert r.dtype == ha.bool
+        assert np.asarray(r).tolist() == [False, False, True, True, True, True]
+    with pytest.raises(TypeError, match="imaginary"):  # to a real type: refused (DEVIATIONS)
+        astype(ha.asarray([1j]), ha.float64)
+
+
 def test_astype_copy_and_device() -> None:
     x = ha.asarray(np.arange(4.0))
     astype = ha_fn("astype")

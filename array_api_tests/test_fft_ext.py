@@ -78,6 +78,14 @@ def test_freq(name, n, d, dt) -> None:
     assert r.dtype == np.dtype(dt or "float64")
 
 
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dt", ["int32", "bool", "complex64"])
+def test_freq_dtype_must_be_real_floating(name: str, dt: str) -> None:
+    # the standard: dtype "must be a real-valued floating-point data type"
+    with pytest.raises(ValueError, match="real floating-point"):
+        getattr(ha.fft, name)(4, dtype=getattr(ha, dt))
+
+
 @pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
 @given(data=st.data())
 def test_shift(name, data) -> None:

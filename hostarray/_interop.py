@@ -694,8 +694,9 @@ def from_dlpack(x: Any, /, *, device: Device | str | None = None,
         return x.to_device(dev)
     dev = HOST if device is None else _parse_device(device)
     if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"a {type(x).__name__} does not implement __dlpack__; convert it with "
-                        f"ha.asarray")
+        # AttributeError: the standard's error for an object without __dlpack__
+        raise AttributeError(f"a {type(x).__name__} does not implement __dlpack__; convert it "
+                             f"with ha.asarray")
     if dev.framework not in ("host", "opencl"):
         raise BufferError(f"from_dlpack can place data on the host or an OpenCL device, "
                           f"not {dev}")

@@ -170,6 +170,16 @@ def ihfft(x: HostPtrArray, /, *, n: int | None = None, axis: int = -1,
     return _c2c(np.fft.ihfft, x, n=n, axis=axis, norm=norm)
 
 
+def _freq_dtype(dtype: Any) -> np.dtype:
+    """The frequencies' data type: float64 by default; the standard allows a real
+    floating-point one only."""
+    dt = np.dtype(np.float64 if dtype is None else dtype)
+    if dt.kind != "f":
+        raise ValueError(f"the frequencies' dtype must be a real floating-point data type, "
+                         f"not {dt}")
+    return dt
+
+
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
             device: Any = None) -> HostPtrArray:
     """Sample frequencies of :func:`fft` for a signal of ``n`` samples spaced ``d``.
@@ -180,8 +190,8 @@ def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
     >>> ha.fft.fftfreq(4)
     HostPtrArray([ 0.  ,  0.25, -0.5 , -0.25], dtype=float64)
     """
-    dt = np.dtype(np.float64 if dtype is None else dtype)
-    return result(np.fft.fftfreq(n, d=d).astype(dt, copy=False), out_device(device))
+    return result(np.fft.fftfreq(n, d=d).astype(_freq_dtype(dtype), copy=False),
+                  out_device(device))
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
@@ -194,8 +204,8 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
     >>> ha.fft.rfftfreq(4)
     HostPtrArray([0.  , 0.25, 0.5 ], dtype=float64)
     """
-    dt = np.dtype(np.float64 if dtype is None else dtype)
-    return result(np.fft.rfftfreq(n, d=d).astype(dt, copy=False), out_device(device))
+    return result(np.fft.rfftfreq(n, d=d).astype(_freq_dtype(dtype), copy=False),
+                  out_device(device))
 
 
 def fftshift(x: HostPtrArray, /, *, axes: int | Sequence[int] | None = None) -> HostPtrArray:

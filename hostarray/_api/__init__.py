@@ -26,8 +26,11 @@ DEVIATIONS: dict[str, str] = {
     "result_type": "Mixed kinds (integer with floating), unspecified by the standard, "
                    "give numpy's answer.",
     "astype": (
-        "Complex to real raises ``TypeError`` (take ``real`` or ``abs`` first); any numpy "
-        "bool or numeric data type is accepted as a target (e.g. ``float16``)."),
+        "Complex to real raises ``TypeError`` (take ``real`` or ``abs`` first); complex to "
+        "``bool`` follows the standard (``0 + 0j`` is ``False``). Any numpy bool or numeric "
+        "data type is accepted as a target (e.g. ``float16``)."),
+    "reciprocal": "Integer input gives numpy's integer result (``1 // x``: ``0`` for "
+                  "``|x| > 1``); the standard asks for floating input.",
     "unique_values": "Values come out sorted ascending (the standard leaves the order "
                      "open); each NaN is a distinct value.",
     "unique_all": "Values sorted ascending; each NaN is distinct.",
@@ -57,7 +60,7 @@ DEVIATIONS: dict[str, str] = {
         "values unspecified (e.g. a float into an integer array)."),
     "HostPtrArray.__getitem__": (
         "Accepts every key numpy accepts; basic indexing returns a view, a full integer "
-        "index a 0-D copy."),
+        "index the element's 0-D view."),
     "HostPtrArray.__bool__": "Any size-1 array converts (numpy), not only 0-D ones.",
     "HostPtrArray.__rshift__": "The result's data type follows type promotion (as "
                                "``bitwise_right_shift``), not always ``self``'s.",

@@ -62,7 +62,7 @@ def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
         if r is not None:
             return r
     a = x._host()
-    if a.dtype.kind == "c" and dt.kind != "c":
+    if a.dtype.kind == "c" and dt.kind not in "cb":  # to bool: 0+0j is False, else True
         raise TypeError("casting complex to a real data type discards the imaginary part; "
                         "take ha.real(x) or ha.abs(x) first")
     return wrap(a.astype(dt, copy=True), dev)
