@@ -284,9 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import HostPtrError
 
     if args.command != "devices":  # (devices lists what is here, then says so itself)
+        from ._compute import device_compute_threshold
+        from ._guard import check_environment
+
         try:
+            # a wrong HOSTARRAY_LINK, HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES or
+            # HOSTARRAY_TRANSFER_GUARD: one sentence, before any work
             forced_link()
-        except ValueError as e:  # a wrong HOSTARRAY_LINK: one sentence, before any work
+            device_compute_threshold()
+            check_environment()
+        except ValueError as e:
             print(f"hostarray {args.command}: {e}", file=sys.stderr)
             return 2
     try:

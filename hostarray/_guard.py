@@ -65,6 +65,15 @@ def _check(mode: Any) -> str:
     return str(mode)
 
 
+def check_environment() -> None:
+    """Raise the ``ValueError`` an unknown ``HOSTARRAY_TRANSFER_GUARD`` gets at the first
+    transfer, now (the command line checks its environment before any work)."""
+    try:
+        _check(_default)
+    except ValueError:
+        raise ValueError(f"{ENV}={_default!r}: use one of 'allow', 'log', 'disallow'") from None
+
+
 _INSTALL_LOCK = threading.Lock()
 
 

@@ -59,6 +59,16 @@ class HostLink:
     nbytes: int
 
 
+def _array(x: Any, fn: str) -> HostPtrArray:
+    """``x`` if it is a HostPtrArray, else the typed refusal saying what to pass."""
+    from ._array import HostPtrArray
+
+    if not isinstance(x, HostPtrArray):
+        raise TypeError(f"hostptr.{fn} takes a HostPtrArray, not {type(x).__name__}; wrap "
+                        f"numpy memory with ha.asarray(a) or hostptr.of_numpy(device, a)")
+    return x
+
+
 def attach(x: HostPtrArray, device: Device | str) -> HostLink:
     """Create ``x``'s buffer on ``device`` now, over ``x``'s host memory.
 
@@ -72,7 +82,13 @@ def attach(x: HostPtrArray, device: Device | str) -> HostLink:
     BufferExists
         ``x`` already has a buffer on ``device``.
     NotHostBacked
-        ``x``'s memory is not one contiguous range.
+        ``x``'s memory is not one contiguous range (a strided or reversed view).
+    TypeError
+        ``x`` is not a HostPtrArray.
+
+    A view attaches its array's whole memory, after the checks a launch makes of that
+    view: a view that does not start on the device's sub-buffer alignment is refused
+    (``Refused``, ``e.reason.kind == "alignment"``).
 
     Examples
     --------
@@ -84,7 +100,13 @@ def attach(x: HostPtrArray, device: Device | str) -> HostLink:
     ...     link = hostptr.attach(x, gpu)
     ...     assert link.kind in ("shared", "mapped", "copied")
     """
+    x = _array(x, "attach")
     dev = _parse_device(device)
+    a = x._a
+    if not (x._covers_storage() and (a.flags.c_contiguous or a.flags.f_contiguous)):
+        # a part of its array: the checks a launch or cl_buffer makes of that part
+        # (NotHostBacked for a strided or reversed view, Refused for a misaligned start)
+        view_offset(x, dev, "the view passed to attach")
     s = x._s
     with s.lock:
         if dev in s.buffers:
@@ -128,6 +150,7 @@ def install(x: HostPtrArray, device: Device | str, host: np.ndarray) -> HostLink
     from ._array import _storage_for
     from ._sharing import byte_extent
 
+    x = _array(x, "install")
     dev = _parse_device(device)
     if not isinstance(host, np.ndarray):
         raise TypeError(f"install takes a numpy array as host, not {type(host).__name__}")
@@ -197,7 +220,7 @@ def of_numpy(device: Device | str, a: np.ndarray) -> HostPtrArray:
     dev = _parse_device(device)
     if not isinstance(a, np.ndarray):
         raise TypeError(f"of_numpy takes a numpy array, not {type(a).__name__}")
-    if a.dtype.hasobject or a.dtype.fields is not None or a.dtype.kind in "USV":
+    if a.dtype.hasobject or a.dtype.fields is not None or a.dtype.kind in "USVMm":
         raise TypeError(f"dtype {a.dtype} can't be shared with a device; use a numeric dtype")
     check_memory(a, dev, id(a))  # a itself must be one buffer's worth: refused before any change
     s, view = _storage_for(a)
@@ -216,6 +239,7 @@ def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
     >>> hostptr.host_link(ha.zeros(4), "cpu") is None
     True
     """
+    x = _array(x, "host_link")
     dev = _parse_device(device)
     buf = x._s.buffers.get(dev)
     if buf is None:
@@ -232,6 +256,7 @@ def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     on ``device`` or no bytes.  An explicit transfer: the transfer guard
     (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
+    x = _array(x, "publish_host_writes")
     with EXPLICIT:
         x._s.publish_explicit(_parse_device(device), x._a)
 
@@ -243,6 +268,7 @@ def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
     A no-op when ``x``'s newest data is not on ``device``.  An explicit transfer: the
     transfer guard (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
+    x = _array(x, "acquire_device_writes")
     with EXPLICIT:
         x._s.acquire_explicit(_parse_device(device), x._a)
 
@@ -254,6 +280,7 @@ def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
     A later launch re-creates the buffer.  Its acquire is explicit: the transfer guard
     (:func:`hostarray.transfer_guard`) always allows it and does not log it.
     """
+    x = _array(x, "free_buffer")
     with EXPLICIT:
         return x._s.free_buffer(_parse_device(device))
 
@@ -362,4 +389,4 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     ...         _ = cl.enqueue_fill_buffer(hostptr.queue(gpu), buf, ha.float32.type(2), 0, 64)
     ...     assert float(x[3]) == 2.0
     """
-    return _RawUse(x, _parse_device(device), access)
+    return _RawUse(_array(x, "cl_buffer"), _parse_device(device), access)

@@ -617,17 +617,20 @@ class Kernel:
                     mode, arg = arg.mode, arg.array
                 if not isinstance(arg, HostPtrArray):
                     raise BadLaunch(self.name, f"argument {aname!r} is a pointer: pass a "
-                                               f"HostPtrArray, not {type(arg).__name__}")
+                                               f"HostPtrArray, not {type(arg).__name__}",
+                                               argument=aname)
                 where = arg._device
                 if where is not dev and where != dev and where.framework == "opencl":
                     raise BadLaunch(self.name, f"argument {aname!r} is on {arg._device}, the "
-                                               f"kernel on {dev}; use x.to_device({str(dev)!r})")
+                                               f"kernel on {dev}; use x.to_device({str(dev)!r})",
+                                               argument=aname)
                 a, s = arg._a, arg._s
                 if takes is not None and a.dtype not in takes:
                     raise self._type_mismatch(aname, declared, a.dtype)
                 if mode != READ and not a.flags.writeable:
                     raise BadLaunch(self.name, f"argument {aname!r} is read-only but the "
-                                               f"kernel may write it; pass ha.read(x) or a copy")
+                                               f"kernel may write it; pass ha.read(x) or a copy",
+                                               argument=aname)
                 # one contiguous range at a sub-buffer origin (NotHostBacked / Refused),
                 # over memory the device may use: refused now, before any buffer is created.
                 # The offset depends only on the view and its storage (an ndarray's address,
@@ -657,7 +660,8 @@ class Kernel:
                         raise BadLaunch(self.name, f"argument {aname!r} overlaps another "
                                                    f"argument's part of the same array and one "
                                                    f"of them is written; pass the whole array "
-                                                   f"once with an offset argument, or a copy")
+                                                   f"once with an offset argument, or a copy",
+                                                   argument=aname)
                     # both only read: the whole array with a part is defined, and so are
                     # parts that share one sub-buffer; two different overlapping sub-buffers
                     # can't be live at once (OpenCLBuffer.handle retires one for the other)
@@ -674,7 +678,7 @@ class Kernel:
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
                     raise BadLaunch(self.name, f"argument {aname!r} is __local: pass "
-                                               f"pyopencl.LocalMemory(nbytes)")
+                                               f"pyopencl.LocalMemory(nbytes)", argument=aname)
                 if arg.size <= 0:  # the driver refuses it (CL_INVALID_ARG_SIZE)
                     raise self._refuse(f"argument {aname!r} is __local with {arg.size} bytes; "
                                        f"pass pyopencl.LocalMemory(nbytes) with nbytes >= 1",
@@ -701,11 +705,13 @@ class Kernel:
         """``arg`` as the kernel's scalar argument ``aname`` of C type ``info``, or the
         typed refusal."""
         if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
-            raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not an array")
+            raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not an array",
+                            argument=aname)
         t = _SCALAR_TYPES.get(info)
         if t is None:
             raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
-                                       f"hostarray can't pass; use a scalar or pointer")
+                                       f"hostarray can't pass; use a scalar or pointer",
+                                       argument=aname)
         try:
             return _scalar(arg, np.dtype(t))
         except (TypeError, ValueError, OverflowError) as e:
@@ -731,7 +737,10 @@ class Kernel:
                 values.append(self._scalar_arg(kind[0], kind[1], arg))
                 continue
             # the same array over the same view (hostptr.install gives an array new memory)
-            if arg is not ref[0]() or arg._a is not ref[1]() or dev not in arg._s.buffers:
+            # (a dead array's weak reference gives None: so might the argument)
+            same = ref[0]()
+            if same is None or arg is not same or arg._a is not ref[1]() or \
+                    dev not in arg._s.buffers:
                 return None
             values.append((arg, ref[2], ref[3]))
         return values, [[args[j]._s, s] for j, s in spans]

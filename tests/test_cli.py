@@ -225,6 +225,20 @@ def test_a_wrong_hostarray_link_is_one_sentence_and_exit_2(command: str) -> None
         r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("command", ["demo", "bench"])
+@pytest.mark.parametrize("variable, words", [
+    ("HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES", "give a number of bytes"),
+    ("HOSTARRAY_TRANSFER_GUARD", "use one of 'allow', 'log', 'disallow'")])
+def test_a_wrong_environment_value_is_one_sentence_and_exit_2(command: str, variable: str,
+                                                              words: str) -> None:
+    # (they crashed the demo half-way with a traceback and exit 1, "a check failed")
+    args = {"demo": ["--size", "64", "--repeat", "1"], "bench": ["--max-size", "4KiB"]}[command]
+    r = run_cli(command, *args, env={variable: "sideways"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
+    assert f"{variable}='sideways'" in r.stderr and words in r.stderr, r.stderr
+
+
 def test_bench_refuses_a_plot_path_it_cannot_write_before_measuring(tmp_path: Path) -> None:
     r = run_cli("bench", "--max-size", "4KiB", "--plot", str(tmp_path / "no" / "such" / "b.png"))
     assert r.returncode == 2

@@ -199,3 +199,42 @@ def test_error_messages_are_one_sentence_with_advice() -> None:
         assert msg and ";" in msg and str(e) == msg
     with pytest.raises(ValueError):
         hostptr.Refusal("nonsense")
+
+
+def test_attach_of_a_view_makes_a_launchs_checks_first(cl_device) -> None:
+    # attach took any view and attached its whole array; a launch refuses those views
+    g = cl_device.alignment // 4  # float32 elements per alignment unit
+    for view, error, kind in [(lambda x: x[::2], hostptr.NotHostBacked, None),
+                              (lambda x: x[::-1], hostptr.NotHostBacked, None),
+                              (lambda x: x[1:], hostptr.Refused, "alignment")]:
+        x = ha.asarray(np.arange(4 * g, dtype=np.float32))
+        before = ha.stats()
+        with pytest.raises(error) as e:
+            hostptr.attach(view(x), cl_device)
+        if kind:
+            assert e.value.reason.kind == kind
+        assert hostptr.host_link(x, cl_device) is None and ha.stats() == before  # no change
+    x = ha.asarray(np.arange(4 * g, dtype=np.float32))
+    link = hostptr.attach(x[g:], cl_device)  # an aligned part: its array's memory attaches
+    assert link.nbytes == x.nbytes and hostptr.host_link(x, cl_device) == link
+    y = ha.asarray(np.arange(16.0).reshape(4, 4))
+    assert hostptr.attach(y.mT, cl_device).nbytes == y.nbytes  # the whole memory, transposed
+
+
+@pytest.mark.parametrize("name", ["attach", "host_link", "free_buffer", "publish_host_writes",
+                                  "acquire_device_writes", "cl_buffer", "install"])
+@pytest.mark.parametrize("value", [np.zeros(4, np.float32), None, [1.0]])
+def test_hostptr_functions_refuse_what_is_not_an_array(cl_device, name: str, value) -> None:
+    # (a bare AttributeError naming a private attribute before)
+    args = (value, cl_device) + ((np.zeros(4, np.float32),) if name == "install" else ())
+    with pytest.raises(TypeError, match=f"hostptr.{name} takes a HostPtrArray"):
+        getattr(hostptr, name)(*args)
+
+
+@pytest.mark.parametrize("dtype", ["datetime64[s]", "timedelta64[ms]"])
+def test_of_numpy_refuses_what_asarray_refuses(cl_device, dtype: str) -> None:
+    a = np.zeros(4, dtype)
+    with pytest.raises(TypeError):
+        ha.asarray(a, device=cl_device)
+    with pytest.raises(TypeError, match="can't be shared with a device"):
+        hostptr.of_numpy(cl_device, a)

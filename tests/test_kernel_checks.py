@@ -716,3 +716,30 @@ def test_device_compute_after_install_uses_the_new_memory(cl_device: ha.Device) 
                                       2 * np.arange(64, 64 + n, dtype=np.float32))
     finally:
         ha.set_device_compute_threshold(old)
+
+
+def test_every_argument_refusal_names_the_argument(prg, cl_device) -> None:
+    # e.argument was None for these, though the message named the argument
+    f = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    ro = ha.asarray(np.frombuffer(bytes(32), dtype=np.float32), device=cl_device)
+    cases = [(lambda: prg.add(8, f, f), "v"),                      # an array for a scalar
+             (lambda: prg.add(8, np.zeros(8, np.float32), 1.0), "x"),  # numpy for a pointer
+             (lambda: prg.add(8, ro, 1.0), "x"),                   # read-only, written
+             (lambda: prg.scratch(8, f, 5), "t"),                  # __local without LocalMemory
+             (lambda: prg.add(8, None, 1.0), "x")]
+    for call, name in cases:
+        with pytest.raises(hostptr.BadLaunch) as e:
+            call()
+        assert e.value.argument == name, (name, str(e.value))
+
+
+def test_none_where_the_remembered_array_died_is_refused_typed(prg, cl_device) -> None:
+    # the repeated-launch memo compared the argument with a dead array's weak reference
+    # (None) and took None for that array: an AttributeError instead of BadLaunch
+    x = ha.zeros(8, dtype=ha.float32, device=cl_device)
+    prg.add(8, x, 1.0)
+    del x
+    gc.collect()
+    with pytest.raises(hostptr.BadLaunch, match="pass a HostPtrArray") as e:
+        prg.add(8, None, 1.0)
+    assert e.value.argument == "x"

@@ -100,7 +100,8 @@ def device_compute_threshold() -> int | None:
 
     The default is 1 MiB (below that, a launch costs more than numpy's work plus the
     acquire); the environment variable ``HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES`` (a number of
-    bytes, or ``off``) sets it at import, :func:`set_device_compute_threshold` at run time.
+    bytes, or ``off``) sets it, read at first use; :func:`set_device_compute_threshold` at
+    run time.
 
     Examples
     --------
