@@ -440,6 +440,10 @@ class HostPtrArray:
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
         key = _numpy_key(key)
+        if type(value) is str or type(value) is bytes:
+            # text numpy parses, converted now as numpy would: one that does not parse is
+            # refused before anything is read or written
+            value = np.asarray(value, dtype=self._a.dtype)[()]
         if (self._s.host_stale or (type(value) is HostPtrArray and value._s.host_stale)) \
                 and self._device.framework == "opencl":
             # a device holds newer data: a basic index is written there, with no acquire

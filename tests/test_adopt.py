@@ -384,3 +384,12 @@ def test_install_of_another_attached_arrays_memory_is_refused(cl_device) -> None
     free = ha.zeros(N, dtype=ha.float32)
     hostptr.install(y, cl_device, np.asarray(free))  # another array's memory: its state
     assert y._s is free._s
+
+
+@pytest.mark.parametrize("obj", [None, "ab", [None, 1]])
+def test_copy_false_of_what_no_copy_could_hold_says_that(obj) -> None:
+    # it said "can't be shared without a copy; pass copy=None", and copy=None then raised this
+    with pytest.raises(TypeError, match="bool and numeric data only"):
+        ha.asarray(obj, copy=False)
+    with pytest.raises(TypeError, match="bool and numeric data only"):
+        ha.asarray(obj)

@@ -512,3 +512,27 @@ def test_a_full_integer_index_is_a_view_that_writes_reach(prg, cl_device) -> Non
     prg.add(x.shape, x, np.float32(1))  # the kernel sees every write made through the views
     model += 1
     np.testing.assert_array_equal(np.asarray(x), model)
+
+
+@pytest.mark.parametrize("refused", [
+    lambda x: ha.reshape(x, (7, 7)), lambda x: ha.reshape(x, (7, 7), copy=True),
+    lambda x: x.__setitem__(0, "abc"), lambda x: x.__setitem__(slice(0, 2), b"x1")])
+def test_a_refused_reshape_or_text_write_moves_nothing(prg, cl_device, refused) -> None:
+    # both acquired the data a kernel left on the device before numpy refused the call
+    x = ha.zeros(256, dtype=ha.float32, device=cl_device)
+    prg.add(x.shape, x, np.float32(3))
+    before = ha.stats()
+    with pytest.raises(ValueError):
+        refused(x)
+    after = ha.stats()
+    assert (after.acquires, after.publishes) == (before.acquires, before.publishes)
+    np.testing.assert_array_equal(np.asarray(x), np.full(256, 3, np.float32))
+
+
+def test_text_written_into_a_device_array_is_numpys_parse(prg, cl_device) -> None:
+    x = ha.zeros(4, dtype=ha.float32, device=cl_device)
+    prg.add(x.shape, x, np.float32(3))
+    x[0], x[1] = "7", b"1e3"
+    expected = np.full(4, 3, np.float32)
+    expected[0], expected[1] = "7", b"1e3"
+    np.testing.assert_array_equal(np.asarray(x), expected)

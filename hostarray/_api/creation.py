@@ -98,8 +98,12 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         try:
             a = np.asarray(obj, dtype=dt, copy=False)
         except ValueError:
+            a = None
+        if a is None:
+            # what a copy could not hold either (None, text) is refused for that first
+            _check_dtype(np.asarray(obj, dtype=dt).dtype)
             raise ValueError(f"a {type(obj).__name__} can't be shared without a copy; pass "
-                             f"copy=None") from None
+                             f"copy=None")
         _check_dtype(a.dtype)
         return adopt(a, dev, False)
     a = np.asarray(obj, dtype=dt)
