@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from ._storage import PAGE_SIZE
-from .errors import DeviceUnavailable, InvalidDevice, UnknownFramework
+from .errors import DeviceUnavailable, InvalidDevice, Refusal, Refused, UnknownFramework
 
 __all__ = ["Device", "HOST", "device", "devices", "default_device", "left_out_devices"]
 
@@ -73,7 +73,8 @@ class Device:
         """The backend's per-device runtime (context, queue), created on first use."""
         if self._runtime is None:
             if self.framework != "opencl":
-                raise DeviceUnavailable(self, "the host has no device runtime")
+                # the one error for the host where an OpenCL device is needed (as attach)
+                raise Refused(self, Refusal("device_type", device_type=self.type))
             with _LOCK:
                 if self._runtime is None:
                     from .backends.opencl import DeviceRuntime

@@ -861,14 +861,16 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "transpose": lambda x, *axes: _ha().permute_dims(
         x, tuple(_shape_args(axes)) if axes and axes != (None,) else tuple(range(x.ndim))[::-1]),
     "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
-    "flatten": lambda x: wrap(x._host().flatten(), x._device),
+    "flatten": lambda x, order="C": wrap(x._host().flatten(order), x._device),
     "astype": _astype_method,
     "copy": lambda x, order="C": copy(x),
     "view": _view_as, "sort": _sort_in_place, "fill": _fill,
     "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
     "min": np.min, "max": np.max, "argmin": np.argmin, "argmax": np.argmax,
     "any": np.any, "all": np.all, "cumsum": np.cumsum, "cumprod": np.cumprod,
-    "clip": np.clip, "round": np.round, "dot": np.dot, "nonzero": np.nonzero,
+    # ndarray.clip(min=None, max=None, out=None): one bound is enough (np.clip wants both)
+    "clip": lambda x, min=None, max=None, out=None, **kw: np.clip(x, min, max, out=out, **kw),
+    "round": np.round, "dot": np.dot, "nonzero": np.nonzero,
     "argsort": np.argsort, "searchsorted": np.searchsorted, "take": np.take,
     "repeat": np.repeat, "diagonal": np.diagonal, "trace": np.trace,
     # ndarray.compress(condition, ...) but np.compress(condition, a, ...)

@@ -289,6 +289,11 @@ def queue(device: Device | str) -> Any:
     """The in-order ``pyopencl.CommandQueue`` hostarray uses on ``device``.
 
     Raw pyopencl work on buffers from :func:`cl_buffer` must be enqueued here.
+
+    Raises
+    ------
+    Refused
+        ``device`` is the host (``e.reason.kind == "device_type"``), as for :func:`attach`.
     """
     return _parse_device(device).runtime.queue
 

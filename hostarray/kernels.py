@@ -31,7 +31,7 @@ from ._sharing import check_storage, ensure_buffer, view_offset
 from ._stats import COUNTERS
 from ._storage import AFTER_DEVICE_SYNC, locked
 from .backends.opencl import build_program, sub_range
-from .errors import BadLaunch, DeviceUnavailable, LaunchFailed
+from .errors import BadLaunch, DeviceUnavailable, LaunchFailed, Refusal, Refused
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
 
@@ -858,8 +858,11 @@ class Program:
     ------
     BuildFailed
         The source does not compile; ``e.log`` has the compiler's errors.
+    Refused
+        ``device`` is the host (``e.reason.kind == "device_type"``), as for
+        :func:`hostarray.hostptr.attach`.
     DeviceUnavailable
-        ``device`` is not an OpenCL device (the host), or none is found.
+        No ``device`` given and no working OpenCL device is found.
 
     Examples
     --------
@@ -886,8 +889,8 @@ class Program:
                                                       "install one (e.g. pocl-opencl-icd)")
         else:
             dev = _parse_device(device)
-        if dev.framework != "opencl":
-            raise DeviceUnavailable(dev, "kernels need an OpenCL device")
+        if dev.framework != "opencl":  # the host: the one error attach gives for it too
+            raise Refused(dev, Refusal("device_type", device_type=dev.type))
         self.device = dev
         self.source = source
         opts = ("-cl-kernel-arg-info", *options)

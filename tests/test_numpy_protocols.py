@@ -538,3 +538,18 @@ def test_warnings_module_is_quiet_for_host_pickles() -> None:
         warnings.simplefilter("error")
         y = pickle.loads(pickle.dumps(ha.zeros(3)))
     assert y.device == ha.device("cpu")
+
+
+def test_clip_and_flatten_methods_take_numpys_arguments() -> None:
+    # x.clip(0) (one bound, as SciPy's spearmanr calls it) and x.flatten("F") raised TypeError
+    a = np.array([[-1.0, 2.0, 5.0], [0.5, -3.0, 9.0]])
+    x = ha.asarray(a)
+    for args, kw in [((0,), {}), ((), {"max": 1}), ((None, 1), {}), ((0, 1), {}),
+                     ((), {"min": 0, "max": 4})]:
+        np.testing.assert_array_equal(np.asarray(x.clip(*args, **kw)), a.clip(*args, **kw))
+    out = ha.zeros((2, 3))
+    x.clip(0, 1, out=out)
+    np.testing.assert_array_equal(np.asarray(out), a.clip(0, 1))
+    for order in ("C", "F", "A", "K"):
+        np.testing.assert_array_equal(np.asarray(x.flatten(order)), a.flatten(order))
+    np.testing.assert_array_equal(np.asarray(x.flatten(order="F")), a.flatten(order="F"))

@@ -62,6 +62,10 @@ CALLS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "stats.trim_mean": lambda d: st.trim_mean(d["A"], 0.1, axis=0),
     "stats.quantile": lambda d: st.quantile(d["A"], 0.3, axis=0),
     "stats.bartlett": lambda d: st.bartlett(d["A"][:, 0], d["B"][:, 0]).statistic,
+    # the p-values: SciPy computes them with its special functions (the default device)
+    "stats.ttest_ind(...).pvalue": lambda d: st.ttest_ind(d["A"], d["B"], axis=0).pvalue,
+    "stats.pearsonr(...).pvalue": lambda d: st.pearsonr(d["A"][:, 0], d["B"][:, 0]).pvalue,
+    "stats.bartlett(...).pvalue": lambda d: st.bartlett(d["A"][:, 0], d["B"][:, 0]).pvalue,
     "stats.entropy": lambda d: st.entropy(d["A"], axis=0),
     "stats.ttest_1samp": lambda d: st.ttest_1samp(d["A"], 1.0, axis=0).pvalue,
     "stats.norm.pdf": lambda d: st.norm.pdf(d["A"]),
