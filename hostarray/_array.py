@@ -306,6 +306,14 @@ class HostPtrArray:
         """numpy's view of the data (an escape: see the coherence model), or a copy."""
         return _interop.array(self, dtype, copy)
 
+    def __buffer__(self, flags: int, /) -> memoryview:
+        """Python's buffer protocol (PEP 688, used from Python 3.12): a ``memoryview`` of
+        numpy's view of the data, an escape as ``np.asarray(x)`` is (see the coherence
+        model).  Before 3.12 a class written in Python can't offer it: pass
+        ``np.asarray(x)`` to code that needs a buffer."""
+        view: Any = _interop.array(self, None, None)  # (numpy's stubs: a Buffer from 3.12)
+        return memoryview(view)
+
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 

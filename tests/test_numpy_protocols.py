@@ -553,3 +553,22 @@ def test_clip_and_flatten_methods_take_numpys_arguments() -> None:
     for order in ("C", "F", "A", "K"):
         np.testing.assert_array_equal(np.asarray(x.flatten(order)), a.flatten(order))
     np.testing.assert_array_equal(np.asarray(x.flatten(order="F")), a.flatten(order="F"))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12),
+                    reason="the buffer protocol of a Python class needs Python >= 3.12 (PEP 688)")
+def test_memoryview_is_numpys_view_an_escape() -> None:
+    x = ha.asarray(np.arange(6, dtype=np.float32))
+    m = memoryview(x)
+    assert (m.format, m.shape, m.readonly) == ("f", (6,), False)
+    m[2] = 42.0  # a write through the buffer reaches x
+    assert float(x[2]) == 42.0
+    assert memoryview(ha.asarray(np.arange(4.0))[::2]).tolist() == [0.0, 2.0]  # a view
+
+
+def test_memoryview_before_python_312_says_what_to_do() -> None:
+    if sys.version_info >= (3, 12):
+        assert memoryview(ha.asarray(np.arange(3.0))).tolist() == [0.0, 1.0, 2.0]
+        return
+    with pytest.raises(TypeError):  # (the protocol of a Python class needs 3.12: the docs say
+        memoryview(ha.asarray(np.arange(3.0)))  # to pass np.asarray(x))
