@@ -68,7 +68,7 @@ class Coherence:
     """
 
     __slots__ = ("size", "_starts", "_valid", "devices", "inflight", "escapes",
-                 "deferred_ends", "host_stale", "host_exclusive")
+                 "deferred_ends", "host_stale", "host_exclusive", "raw_blocks")
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -78,6 +78,8 @@ class Coherence:
         self.devices: dict[Hashable, None] = {}  # insertion-ordered set of device keys
         self.inflight: list[_Flight] = []
         self.escapes: list[tuple[int, int]] = []  # ranges raw views may write, one per view
+        # open raw blocks that may write (hostptr.cl_buffer "w"/"rw"): (device key, lo, hi)
+        self.raw_blocks: list[tuple[Hashable, int, int]] = []
         # ends met while the lock was busy or this thread was inside an operation (a
         # finalizer): appended without a lock, applied by the storage later
         self.deferred_ends: deque[tuple[int, int]] = deque()
@@ -312,6 +314,29 @@ class Coherence:
         """Before a launch: every range a live raw view covers may have been written."""
         for lo, hi in self.escapes:
             self.host_may_have_written(lo, hi)
+
+    def raw_block_opens(self, key: Hashable, lo: int, hi: int) -> None:
+        """Raw code on ``key`` may write ``[lo, hi)`` until :meth:`raw_block_ends`: its
+        writes are recorded then, over the whole range (it says no more)."""
+        self.raw_blocks.append((key, lo, hi))
+
+    def raw_block_ends(self, key: Hashable, lo: int, hi: int) -> None:
+        self.raw_blocks.remove((key, lo, hi))
+
+    def raw_block_in_the_way(self, writer: Hashable, lo: int, hi: int
+                             ) -> tuple[Hashable, int, int] | None:
+        """The open raw block (``(key, lo, hi)``) that a write of ``[lo, hi)`` by
+        ``writer`` (:data:`HOST` or a device key) would be lost under, or ``None``.
+
+        The block's writes are recorded when it ends, over its whole range, as the newest
+        bytes there: a write elsewhere meanwhile can't be ordered with them, so it must be
+        refused.  A write on the block's own device is ordered by its queue and is
+        recorded again at the end; reads anywhere see the bytes as the block began."""
+        for block in self.raw_blocks:
+            key, a, b = block
+            if key != writer and a < hi and lo < b:
+                return block
+        return None
 
     @property
     def escaped(self) -> bool:

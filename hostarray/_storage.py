@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ._coherence import Coherence, Run
+from ._coherence import HOST, Coherence, Run
 from ._stats import COUNTERS
-from .errors import LaunchFailed
+from .errors import InUse, LaunchFailed
 
 __all__ = ["PAGE_SIZE", "PAD", "Storage", "HostWrite", "UserMemory", "aligned_empty",
            "address_of", "byte_bounds", "host_writes"]
@@ -414,9 +414,12 @@ class Storage:
         if coh is None or self.host_exclusive:
             w.mode = 0
             return
+        lo, hi = self.byte_range(w.view)
+        if coh.raw_blocks:
+            self.refuse_in_use(HOST, lo, hi, "a host write")
         if self.unreported:
             self._report_pending()
-        lo, hi = w.lo, w.hi = self.byte_range(w.view)
+        w.lo, w.hi = lo, hi
         self._wait_for(coh.hazards_for_host_write(lo, hi))
         whole = w.whole
         if whole and coh.host_stale and numpy_may_raise_late():
@@ -492,6 +495,14 @@ class Storage:
         if coh.escaped:
             coh.raw_views_may_have_written()  # a raw view may have written since
         return coh
+
+    def refuse_in_use(self, writer: Hashable, lo: int, hi: int, what: str) -> None:
+        """Raise :class:`~hostarray.errors.InUse` where an open raw block on another side
+        may write bytes of ``[lo, hi)`` that ``writer`` is about to write (see
+        :meth:`Coherence.raw_block_in_the_way`); before anything changed."""
+        block = self.coh.raw_block_in_the_way(writer, lo, hi)
+        if block is not None:
+            raise InUse(block[0], (block[1], block[2]), what)
 
     def prepare_device_read(self, key: Hashable, lo: int, hi: int,
                             writes: bool = False) -> None:

@@ -22,6 +22,7 @@ error                     builtin base      raised when
 ``BadLaunch``             ``TypeError``     a launch with arguments it can't take
 ``LaunchFailed``          ``RuntimeError``  the device reported a launch as failed
 ``TransferDisallowed``    ``RuntimeError``  the transfer guard refused a transfer
+``InUse``                 ``RuntimeError``  bytes an open ``cl_buffer`` block may write
 ========================  ================  =========================================
 
 Each error carries the data that explains it as attributes, and builds its own
@@ -48,7 +49,7 @@ from typing import Any
 
 __all__ = ["HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
            "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
-           "LaunchFailed", "TransferDisallowed", "refusal_message", "error_message"]
+           "LaunchFailed", "TransferDisallowed", "InUse", "refusal_message", "error_message"]
 
 
 @dataclass(frozen=True)
@@ -484,6 +485,47 @@ class TransferDisallowed(HostPtrError, RuntimeError):
         return (f"the transfer guard refused an implicit {self.direction} of {self.nbytes} "
                 f"bytes {to} {self.device}{by}; nothing moved: make it explicit with {call}, "
                 f"or allow it in a block: with ha.transfer_guard('allow'): ...")
+
+
+class InUse(HostPtrError, RuntimeError):
+    """A write to bytes that an open :func:`hostarray.hostptr.cl_buffer` block may write
+    (access ``"w"`` or ``"rw"``), from the host or a launch on another device; refused
+    before anything changed (a ``RuntimeError``: the call is right, its timing is not).
+
+    The block's writes land when it ends, over the whole range it holds; a write made
+    meanwhile elsewhere could not be ordered with the raw code's and would be lost.  Reads
+    are allowed: on a mapped or copied link they see the bytes as they were when the block
+    began; on a shared link the raw code works on the host bytes, unordered with them.
+
+    Attributes
+    ----------
+    device : Device or str
+        The device of the open block.
+    byte_range : tuple of int
+        ``(start, stop)``: the bytes of the array's memory the block holds.
+    what : str
+        The refused write (``"a host write"``, ``"a launch of kernel 'k' on opencl:1:0"``).
+
+    Examples
+    --------
+    >>> from hostarray.errors import InUse
+    >>> e = InUse("opencl:0:0", (0, 1024), "a host write")
+    >>> e.byte_range, issubclass(InUse, RuntimeError)
+    ((0, 1024), True)
+    """
+
+    def __init__(self, device: Any, byte_range: tuple[int, int], what: str) -> None:
+        super().__init__(device, byte_range, what)
+        self.device = device
+        self.byte_range = tuple(byte_range)
+        self.what = what
+
+    def __str__(self) -> str:
+        lo, hi = self.byte_range
+        return (f"{self.what} (bytes {lo}-{hi} of this array) is refused: an open "
+                f"hostptr.cl_buffer block on {self.device} may write them, and its writes land "
+                f"when it ends, so this write would be lost; write after the block, or inside "
+                f"it through the raw buffer")
 
 
 def error_message(err: BaseException) -> str:

@@ -325,6 +325,8 @@ class _RawUse:
                                              f"open cl_buffer block is using; end that block "
                                              f"first, or use the same view")
             self.span = (off, off + a.nbytes)  # the bytes the block may touch
+            if "w" in self.access:  # refused before anything is published (InUse)
+                s.refuse_in_use(dev, *self.span, "a cl_buffer block that may write")
             # write-only ("w") publishes nothing: the block overwrites the whole range
             if "r" in self.access:
                 s.prepare_device_read(dev, *self.span, writes="w" in self.access)
@@ -335,6 +337,10 @@ class _RawUse:
             # under the lock: a launch can't retire it between its check and this
             handle = buf.handle(off, a.nbytes, raw=True)
             self.buf = buf
+            if "w" in self.access:
+                # until the block ends, writes to these bytes from the host or another
+                # device are refused (InUse): the block's writes land at the end
+                s.coh.raw_block_opens(dev, *self.span)
         return handle
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -346,6 +352,8 @@ class _RawUse:
         self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
         discard = exc_type is not None and "w" in self.access and not self.held_newest
         with s.lock:  # one hold: another thread's free_buffer can't come in between
+            if "w" in self.access:
+                s.coh.raw_block_ends(self.dev, off, end)
             if s.buffers.get(self.dev) is not self.buf:
                 # hostptr.free_buffer let go of the buffer while the block ran: what the
                 # block wrote is in that buffer alone, so the host takes it (nothing is
@@ -372,6 +380,12 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
 
     A write-only use (``"w"``) publishes nothing: the block must overwrite
     every byte of ``x``.
+
+    While a block that may write (``"w"``, ``"rw"``) is open, its bytes are the raw
+    code's: a write to them from the host or from a launch on another device raises
+    :class:`~hostarray.errors.InUse` (the block's writes land when it ends, over its
+    whole range, so such a write would be lost); launches on the block's own device are
+    ordered by its queue and allowed.  Reads are allowed everywhere.
 
     If the block raises, the work it enqueued is waited for.  Where the buffer
     held the newest bytes of ``x`` on entry (``"r"``, ``"rw"``), what it wrote

@@ -409,3 +409,21 @@ def test_a_device_result_is_a_full_device_write_without_its_token(size: int) -> 
     assert fresh.inflight == [] and list(fresh.devices) == ["d"]
     if size:
         assert not fresh.host_exclusive
+
+
+def test_an_open_raw_block_stands_in_the_way_of_writes_elsewhere_only() -> None:
+    c = Coherence(64)
+    c.add_device("a")
+    c.add_device("b")
+    assert c.raw_block_in_the_way(HOST, 0, 64) is None
+    c.raw_block_opens("b", 16, 32)
+    assert c.raw_block_in_the_way(HOST, 0, 17) == ("b", 16, 32)  # overlapping: refused
+    assert c.raw_block_in_the_way("a", 31, 40) == ("b", 16, 32)
+    assert c.raw_block_in_the_way(HOST, 0, 16) is None  # adjacent: free
+    assert c.raw_block_in_the_way(HOST, 32, 64) is None
+    assert c.raw_block_in_the_way("b", 0, 64) is None  # the block's own device: its queue orders
+    c.raw_block_opens("b", 16, 32)  # the same range twice (two blocks): ends one at a time
+    c.raw_block_ends("b", 16, 32)
+    assert c.raw_block_in_the_way(HOST, 20, 21) == ("b", 16, 32)
+    c.raw_block_ends("b", 16, 32)
+    assert c.raw_block_in_the_way(HOST, 0, 64) is None

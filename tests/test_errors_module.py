@@ -62,6 +62,9 @@ EXAMPLES: list[tuple[errors.HostPtrError, str]] = [
     (errors.TransferDisallowed("acquire", 4096, "opencl:0:0", "HostPtrArray.__float__ at x.py:3"),
      "hostptr.acquire_device_writes(x, device)"),
     (errors.TransferDisallowed("publish", 64, "opencl:0:0"), "hostptr.publish_host_writes"),
+    (errors.BufferExists(0x1234, "opencl:0:0", "the memory belongs to another array"),
+     "belongs to another array"),
+    (errors.InUse("opencl:1:0", (0, 1024), "a host write"), "write after the block"),
 ]
 
 

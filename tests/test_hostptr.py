@@ -238,3 +238,33 @@ def test_of_numpy_refuses_what_asarray_refuses(cl_device, dtype: str) -> None:
         ha.asarray(a, device=cl_device)
     with pytest.raises(TypeError, match="can't be shared with a device"):
         hostptr.of_numpy(cl_device, a)
+
+
+@pytest.mark.parametrize("write", [lambda x: x.__setitem__(slice(0, 4), 1.0),
+                                   lambda x: x.__iadd__(1.0),
+                                   lambda x: np.add(x, 1.0, out=x)])
+def test_a_host_write_under_an_open_writing_raw_block_is_refused(cl_device, write) -> None:
+    # the block's writes land when it ends, over its whole range: a host write meanwhile
+    # was lost silently (x[0:4] += 1 inside a "+= 10" block gave 10, not 11)
+    import pyopencl as cl
+
+    n = 256
+    x = ha.zeros(n, dtype=ha.float32, device=cl_device)
+    src = "__kernel void addv(__global float *y, const float v) { y[get_global_id(0)] += v; }"
+    q = hostptr.queue(cl_device)
+    raw = cl.Program(q.context, src).build()
+    with hostptr.cl_buffer(x, cl_device, "rw") as buf:
+        raw.addv(q, (n,), None, buf, np.float32(10.0))
+        before = ha.stats()
+        with pytest.raises(hostptr.InUse) as e:
+            write(x)
+        assert e.value.device == cl_device and e.value.byte_range == (0, n * 4)
+        assert ha.stats() == before  # refused before anything moved
+    np.testing.assert_array_equal(np.asarray(x), np.full(n, 10, np.float32))
+    write(x)  # after the block: an ordinary write
+    model = np.full(n, 10, np.float32)
+    write(model)
+    np.testing.assert_array_equal(np.asarray(x), model)
+    with hostptr.cl_buffer(x, cl_device, "r"):
+        x[5] = 3.0  # a read-only block: its bytes may be written (it records no writes)
+    assert float(x[5]) == 3.0

@@ -223,6 +223,11 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
                 cl_args.append(buf.buf)
             else:
                 cl_args.append(v)
+        # a write to bytes an open cl_buffer block on another device may write: refused
+        # before anything moves (InUse)
+        for v in arrays:
+            if v.mode != "r" and v.s.coh.raw_blocks:
+                v.s.refuse_in_use(dev, v.lo, v.hi, f"the device operation {name!r} on {dev}")
         # reads first, with the write flag where the same operand is written (in place)
         for v in arrays:
             if v.mode != "w":

@@ -103,3 +103,54 @@ def test_write_on_one_device_waits_for_a_read_on_another(tmp_path: Path, link: s
     ], r.stdout
     waits = int(next(ln for ln in lines if ln.startswith("waits")).split()[1])
     assert waits >= 4, r.stdout  # each write on B waited for A
+
+
+BLOCK_CODE = r"""
+import numpy as np, pyopencl as cl
+import hostarray as ha
+from hostarray import hostptr
+_, A, B = ha.devices()
+SRC = "__kernel void addv(__global float *y, const float v) { y[get_global_id(0)] += v; }"
+PA, PB = ha.Program(SRC, device=A), ha.Program(SRC, device=B)
+n = 256
+x = ha.zeros(n, dtype=ha.float32, device=A)
+xb = x.to_device(B)
+with hostptr.cl_buffer(xb, B, "rw") as buf:
+    raw = cl.Program(hostptr.queue(B).context, SRC).build()
+    raw.addv(hostptr.queue(B), (n,), None, buf, np.float32(10.0))  # the block: +10
+    before = ha.stats()
+    try:
+        PA.addv(n, x, 1.0)  # a write on A to the block's bytes: it would be lost at the end
+        print("launched on A")
+    except hostptr.InUse as e:
+        print("refused", e.device, e.byte_range, ha.stats() == before)
+    y = ha.zeros(n, dtype=ha.float32, device=A)
+    prg_copy = ha.Program("__kernel void cp(__global const float *s, __global float *d)"
+                          "{ d[get_global_id(0)] = s[get_global_id(0)]; }", device=A)
+    prg_copy.cp(n, x, y)  # a read on A: the bytes as the block began
+    print("read on A", float(y[0]))
+    PB.addv(n, xb, 1.0)  # on the block's own device: ordered by its queue
+print("after", float(x[0]))
+"""
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("link", ["auto", "copied"])
+def test_a_write_on_another_device_under_an_open_raw_block_is_refused(tmp_path: Path,
+                                                                     link: str) -> None:
+    # the block's writes land when it ends, over its whole range: a launch on another
+    # device writing those bytes meanwhile was lost silently (10 instead of 11)
+    extra = extra_drivers()
+    if extra is None:
+        pytest.skip("set HOSTARRAY_OCL_EXTRA to a folder with pocl-binary-distribution")
+    libs = system_icd_libraries() + [driver_library(extra, "pocl")]
+    r = run_python(BLOCK_CODE, env={"OCL_ICD_VENDORS": str(vendors_dir(tmp_path, libs)),
+                                    "HOSTARRAY_LINK": link}, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert "refused opencl:1:0 (0, 1024) True" in lines, r.stdout
+    assert "after 11.0" in lines, r.stdout
+    # a read elsewhere sees the bytes as the block began where B has its own copy; on a
+    # shared link B's raw kernel works on the host bytes, unordered with the read
+    reads = {"copied": ["read on A 0.0"], "auto": ["read on A 0.0", "read on A 10.0"]}[link]
+    assert any(r in lines for r in reads), r.stdout
