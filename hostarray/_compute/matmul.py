@@ -45,7 +45,7 @@ import numpy as np
 from .._array import HostPtrArray, _view
 from .._devices import Device
 from .._stats import COUNTERS
-from . import pool, target
+from . import pool, register, target
 from .elementwise import _layout, run
 from .launch import GROUP, array_arg, c_type, compiled, enqueue, supports
 
@@ -382,3 +382,9 @@ def device_tensordot(x1: Any, x2: Any, axes: Any) -> HPA | None:
     r = _tensordot(dev, x1, x2, axes) if type(x1) is HPA and type(x2) is HPA else None
     COUNTERS.add(**({"device_ops": 1} if r is not None else {"host_fallbacks": 1}))
     return r
+
+
+# what the device path computes, for hostarray._compute.device_functions() (the docs' tables)
+register(["matmul", "linalg.matmul"], "float16, complex, empty on host")
+register(["tensordot", "linalg.tensordot"],
+         "float16, complex, empty on host; axes that need a copy on host")

@@ -27,7 +27,7 @@ from .._array import _BASIC, HostPtrArray, _basic_target, _new
 from .._devices import Device
 from .._stats import COUNTERS
 from ..errors import Refused
-from . import PUBLISH_LIMIT, device_compute_threshold, pool
+from . import PUBLISH_LIMIT, device_compute_threshold, pool, register
 from .elementwise import run
 from .launch import array_arg, compiled, enqueue, overlaps_badly, supports
 
@@ -385,3 +385,10 @@ def _source(y: HostPtrArray, shape: tuple[int, ...], dev: Device) -> HostPtrArra
     if not supports(dev, y._a.dtype):
         return None
     return y if _on_device(y, dev) else None
+
+
+# what the device path computes, for hostarray._compute.device_functions() (the docs' tables)
+register(["astype", "where", "clip"], "float16, complex on host")
+register(["asarray"], "copies (copy=True) of device arrays; float16, complex on host")
+register(["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+          "full_like"], "with device= a mapped or copied device, from the threshold")

@@ -40,7 +40,7 @@ import numpy as np
 from .._array import HostPtrArray
 from .._devices import Device
 from .._stats import COUNTERS
-from . import pool
+from . import pool, register
 from .elementwise import _layout
 from .launch import GROUP, ArrayArg, array_arg, c_type, compiled, enqueue, supports
 
@@ -626,3 +626,12 @@ def cumulative(name: str, dev: Device, x: HostPtrArray, axis: Any, dtype: Any,
     r = _cumulative(name, dev, x, axis, dtype, include_initial)
     COUNTERS.add(**({"host_fallbacks": 1} if r is None else {"device_ops": 1}))
     return r
+
+
+# what the device path computes, for hostarray._compute.device_functions() (the docs' tables)
+_REDUCED_ON_HOST = "float16, complex, empty on host"
+register(["sum", "prod"], _REDUCED_ON_HOST + "; a float dtype= to integers on host")
+register(["min", "max", "mean", "any", "all", "argmin", "argmax", "vecdot", "linalg.vecdot",
+          "cumulative_sum", "cumulative_prod"], _REDUCED_ON_HOST)
+register(["var", "std"], _REDUCED_ON_HOST + "; no degree of freedom left on host")
+register(["linalg.vector_norm"], _REDUCED_ON_HOST)
