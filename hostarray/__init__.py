@@ -224,6 +224,10 @@ else:
             return getattr(kernels, name)
         raise AttributeError(f"module 'hostarray' has no attribute {name!r}")
 
+    def __dir__() -> list[str]:  # tab completion shows the lazily loaded kernel API too
+        return sorted(set(globals()) | {"Program", "Kernel", "Launch", "read", "write",
+                                        "readwrite"})
+
 
 # the namespace, written once (tests/test_typing.py checks that a type checker sees it)
 __all__ = [

@@ -187,6 +187,8 @@ class Refused(HostPtrError, ValueError):
         self.reason = reason
 
     def __str__(self) -> str:
+        if self.reason.kind == "device_type":  # not a buffer's fault: the device's kind
+            return f"{self.device} can't hold device buffers or run kernels: {self.reason}"
         return f"{self.device} refused a host-pointer buffer: {self.reason}"
 
 

@@ -250,11 +250,12 @@ def host_link(x: HostPtrArray, device: Device | str) -> HostLink | None:
 def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     """Copy ``x``'s newest data into its buffer on ``device`` now (not at the next launch).
 
-    Always one publish, of the bytes ``x`` covers (a view: only its part of the
-    array).  The newest data wins on every link: device writes not read back yet
-    are kept (the host acquires them first).  Does nothing if ``x`` has no buffer
-    on ``device`` or no bytes.  An explicit transfer: the transfer guard
-    (:func:`hostarray.transfer_guard`) always allows it and does not log it.
+    Where ``x`` has a buffer on ``device``: one publish, of the bytes ``x`` covers (a
+    view: only its part of the array).  Without a buffer there (:func:`attach` makes
+    one), or for no bytes, it does nothing.  The newest data wins on every link: device
+    writes not read back yet are kept (the host acquires them first).  An explicit
+    transfer: the transfer guard (:func:`hostarray.transfer_guard`) always allows it and
+    does not log it.
     """
     x = _array(x, "publish_host_writes")
     with EXPLICIT:
