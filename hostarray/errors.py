@@ -139,6 +139,16 @@ class HostPtrError(Exception):
     by its name (``e.device`` is then the string ``str(device)``, which compares equal
     to the device), so an error unpickles also in a process that does not have the
     device.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import errors
+    >>> try:
+    ...     ha.device("opencl:x:y")
+    ... except errors.HostPtrError as e:  # every typed error of hostarray
+    ...     print(type(e).__name__)
+    InvalidDevice
     """
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -233,6 +243,18 @@ class NotHostBacked(HostPtrError, ValueError):
         ``id()`` of the array at fault.
     why : str
         What about its memory is wrong (may be empty).
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.asarray(np.arange(8.0))
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     try:
+    ...         hostptr.attach(x[::2], gpu)      # every other element: not one range
+    ...     except hostptr.NotHostBacked as e:
+    ...         assert "contiguous copy" in str(e)
     """
 
     def __init__(self, array_id: int, why: str = "") -> None:
@@ -264,6 +286,19 @@ class BufferExists(HostPtrError, ValueError):
         Where the buffer is, when it is not the array's own (may be empty): e.g. the
         memory given to :func:`hostarray.hostptr.install` belongs to another array that
         has a buffer there.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(16)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     _ = hostptr.attach(x, gpu)
+    ...     try:
+    ...         hostptr.attach(x, gpu)
+    ...     except hostptr.BufferExists as e:
+    ...         assert e.array_id == id(x)
     """
 
     def __init__(self, array_id: int, device: Any, why: str = "") -> None:
@@ -288,6 +323,15 @@ class InvalidDevice(HostPtrError, ValueError):
         What was given as the device.
     why : str
         Why it names no device here.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> try:
+    ...     ha.device("opencl:7:9")
+    ... except ha.errors.InvalidDevice as e:
+    ...     print(e.spec)
+    opencl:7:9
     """
 
     def __init__(self, spec: Any, why: str) -> None:
@@ -311,6 +355,13 @@ class DeviceUnavailable(HostPtrError, RuntimeError):
         The device.
     why : str
         How it failed.
+
+    Examples
+    --------
+    >>> from hostarray.errors import DeviceUnavailable
+    >>> e = DeviceUnavailable("opencl:1:0", "it failed a test build")
+    >>> "pick another device" in str(e), isinstance(e, RuntimeError)
+    (True, True)
     """
 
     def __init__(self, device: Any, why: str) -> None:
@@ -334,6 +385,16 @@ class BuildFailed(HostPtrError, RuntimeError):
         The compiler's ``error:`` lines (the message quotes them).
     full_log : str
         The compiler's whole log.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     try:
+    ...         ha.Program("__kernel void k(__global float *x) { x[0] = nope; }", device=gpu)
+    ...     except ha.errors.BuildFailed as e:
+    ...         assert "nope" in e.log
     """
 
     def __init__(self, device: Any, log: str, full_log: str = "") -> None:
@@ -368,6 +429,18 @@ class BadLaunch(HostPtrError, TypeError):
         The array's element type (a type mismatch).
     limit, requested : Any
         The device's or kernel's limit and what the launch asked for (sizes, bytes).
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     prg = ha.Program("__kernel void set(__global float *x, const float v) "
+    ...                      "{ x[get_global_id(0)] = v; }", device=gpu)
+    ...     try:
+    ...         prg.set(4, ha.zeros(4, dtype=ha.float32), "seven")
+    ...     except ha.errors.BadLaunch as e:
+    ...         assert e.argument == "v"
     """
 
     def __init__(self, kernel: str, why: str, *, argument: str | None = None,

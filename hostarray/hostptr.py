@@ -51,6 +51,16 @@ class HostLink:
         Address of the host bytes.
     nbytes : int
         Size of the buffer in bytes.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(256, dtype=ha.float32)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     link = hostptr.attach(x, gpu)
+    ...     assert link.nbytes == x.nbytes and link.kind in ("shared", "mapped", "copied")
     """
 
     kind: str
@@ -256,6 +266,17 @@ def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     writes not read back yet are kept (the host acquires them first).  An explicit
     transfer: the transfer guard (:func:`hostarray.transfer_guard`) always allows it and
     does not log it.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(256, dtype=ha.float32)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     _ = hostptr.attach(x, gpu)
+    ...     x[...] = 1.0                        # a host write
+    ...     hostptr.publish_host_writes(x, gpu)  # the device has it now, before any launch
     """
     x = _array(x, "publish_host_writes")
     with EXPLICIT:
@@ -268,6 +289,20 @@ def acquire_device_writes(x: HostPtrArray, device: Device | str) -> None:
 
     A no-op when ``x``'s newest data is not on ``device``.  An explicit transfer: the
     transfer guard (:func:`hostarray.transfer_guard`) always allows it and does not log it.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     x = ha.zeros(4, dtype=ha.float32)
+    ...     prg = ha.Program("__kernel void one(__global float *x) { x[get_global_id(0)] = 1; }",
+    ...                      device=gpu)
+    ...     _ = prg.one(x.shape, x)
+    ...     hostptr.acquire_device_writes(x, gpu)  # now, not at the first host read
+    ...     with ha.transfer_guard("disallow"):
+    ...         assert float(x[0]) == 1.0          # nothing left to move
     """
     x = _array(x, "acquire_device_writes")
     with EXPLICIT:
@@ -280,6 +315,16 @@ def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
 
     A later launch re-creates the buffer.  Its acquire is explicit: the transfer guard
     (:func:`hostarray.transfer_guard`) always allows it and does not log it.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> x = ha.zeros(256, dtype=ha.float32)
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     _ = hostptr.attach(x, gpu)
+    ...     assert hostptr.free_buffer(x, gpu) and hostptr.host_link(x, gpu) is None
     """
     x = _array(x, "free_buffer")
     with EXPLICIT:
@@ -295,6 +340,15 @@ def queue(device: Device | str) -> Any:
     ------
     Refused
         ``device`` is the host (``e.reason.kind == "device_type"``), as for :func:`attach`.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> from hostarray import hostptr
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     q = hostptr.queue(gpu)
+    ...     q.finish()                   # waits for everything hostarray enqueued there
     """
     return _parse_device(device).runtime.queue
 
