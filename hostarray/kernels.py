@@ -261,6 +261,18 @@ class Launch:
         The kernel's name.
     device : Device
         Where it runs.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     prg = ha.Program("__kernel void one(__global float *x) { x[get_global_id(0)] = 1; }",
+    ...                      device=gpu)
+    ...     x = ha.zeros(8, dtype=ha.float32)
+    ...     launch = prg.one(x.shape, x)       # returns at once
+    ...     launch.wait()                      # only to time it: a host read waits by itself
+    ...     assert launch.done and launch.kernel == "one" and float(x[0]) == 1.0
     """
 
     __slots__ = ("_run", "_keep")
@@ -407,6 +419,18 @@ class Kernel:
     and the kernel's and the device's work-group limits (read once, here);
     a refused launch raises :class:`~hostarray.hostptr.BadLaunch` and
     changes nothing.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> gpu = ha.devices()[-1]
+    >>> if gpu.framework == "opencl":
+    ...     prg = ha.Program("__kernel void axpy(const float a, __global const float *x, "
+    ...                      "__global float *y) { size_t i = get_global_id(0); "
+    ...                      "y[i] += a * x[i]; }", device=gpu)
+    ...     x, y = ha.ones(16, dtype=ha.float32), ha.zeros(16, dtype=ha.float32)
+    ...     _ = prg.axpy(x.shape, 2.0, x, y)   # prg.axpy is a Kernel
+    ...     assert float(ha.sum(y)) == 32.0
     """
 
     def __init__(self, program: Program, name: str) -> None:
