@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex
 import numpy as np
 
 from . import _sharing
+from ._coherence import HOST as HOST_SIDE
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, address_of, aligned_empty, byte_bounds, locked
@@ -448,6 +449,12 @@ class HostPtrArray:
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
         key = _numpy_key(key)
+        if self._s.coh is not None and self._s.coh.raw_blocks:
+            # an open cl_buffer block may write these bytes: refused before the value is
+            # read (which may acquire) or anything else happens
+            written = _basic_target(self._a, key)
+            self._s.refuse_in_use(HOST_SIDE, *self._s.byte_range(
+                self._a if written is None else written), "a host write")
         if type(value) is str or type(value) is bytes:
             # text numpy parses, converted now as numpy would: one that does not parse is
             # refused before anything is read or written

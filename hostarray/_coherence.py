@@ -168,6 +168,7 @@ class Coherence:
         valid = self._valid
         self.host_stale = any(HOST not in v for v in valid)
         self.host_exclusive = (not self.host_stale and not self.inflight
+                               and not self.raw_blocks
                                and all(v == _HOST_ONLY for v in valid))
 
     def validity(self) -> list[tuple[int, int, frozenset[Hashable]]]:
@@ -317,24 +318,35 @@ class Coherence:
 
     def raw_block_opens(self, key: Hashable, lo: int, hi: int) -> None:
         """Raw code on ``key`` may write ``[lo, hi)`` until :meth:`raw_block_ends`: its
-        writes are recorded then, over the whole range (it says no more)."""
+        writes are recorded then, over the whole range (it says no more).  Meanwhile the
+        host holds nothing exclusively (every host write takes the checked path)."""
         self.raw_blocks.append((key, lo, hi))
+        self._refresh()
 
     def raw_block_ends(self, key: Hashable, lo: int, hi: int) -> None:
         self.raw_blocks.remove((key, lo, hi))
+        self._refresh()
 
-    def raw_block_in_the_way(self, writer: Hashable, lo: int, hi: int
-                             ) -> tuple[Hashable, int, int] | None:
-        """The open raw block (``(key, lo, hi)``) that a write of ``[lo, hi)`` by
-        ``writer`` (:data:`HOST` or a device key) would be lost under, or ``None``.
+    def raw_block_in_the_way(self, side: Hashable, lo: int, hi: int, writes: bool = True,
+                             reads: bool = False) -> tuple[Hashable, int, int] | None:
+        """The open raw block (``(key, lo, hi)``) that an access to ``[lo, hi)`` by
+        ``side`` (:data:`HOST` or a device key) would conflict with, or ``None``.
 
         The block's writes are recorded when it ends, over its whole range, as the newest
-        bytes there: a write elsewhere meanwhile can't be ordered with them, so it must be
-        refused.  A write on the block's own device is ordered by its queue and is
-        recorded again at the end; reads anywhere see the bytes as the block began."""
+        bytes there.  A write on another side meanwhile can't be ordered with them (it would
+        be lost): a conflict.  On the block's own device its queue orders launches with the
+        raw code, but a launch that *reads* bytes that device does not hold current would
+        first publish the host's over what the raw code writes there: a conflict too.
+        Other reads see the bytes as they were (on a shared link, as the raw code leaves
+        them)."""
         for block in self.raw_blocks:
             key, a, b = block
-            if key != writer and a < hi and lo < b:
+            if not (a < hi and lo < b):
+                continue
+            if key != side:
+                if writes:
+                    return block
+            elif reads and not self.is_current(key, max(lo, a), min(hi, b)):
                 return block
         return None
 

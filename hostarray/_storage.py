@@ -496,13 +496,23 @@ class Storage:
             coh.raw_views_may_have_written()  # a raw view may have written since
         return coh
 
-    def refuse_in_use(self, writer: Hashable, lo: int, hi: int, what: str) -> None:
-        """Raise :class:`~hostarray.errors.InUse` where an open raw block on another side
-        may write bytes of ``[lo, hi)`` that ``writer`` is about to write (see
+    def refuse_in_use(self, side: Hashable, lo: int, hi: int, what: str, writes: bool = True,
+                      reads: bool = False) -> None:
+        """Raise :class:`~hostarray.errors.InUse` where an access by ``side`` to bytes
+        ``[lo, hi)`` conflicts with an open raw block (see
         :meth:`Coherence.raw_block_in_the_way`); before anything changed."""
-        block = self.coh.raw_block_in_the_way(writer, lo, hi)
+        block = self.coh.raw_block_in_the_way(side, lo, hi, writes, reads)
         if block is not None:
             raise InUse(block[0], (block[1], block[2]), what)
+
+    def open_raw_block(self, key: Hashable, lo: int, hi: int) -> None:
+        """A ``cl_buffer`` block on ``key`` that may write ``[lo, hi)`` opened (under the lock)."""
+        self.coh.raw_block_opens(key, lo, hi)
+        self._mirror()
+
+    def end_raw_block(self, key: Hashable, lo: int, hi: int) -> None:
+        self.coh.raw_block_ends(key, lo, hi)
+        self._mirror()
 
     def prepare_device_read(self, key: Hashable, lo: int, hi: int,
                             writes: bool = False) -> None:

@@ -395,7 +395,7 @@ class _RawUse:
             if "w" in self.access:
                 # until the block ends, writes to these bytes from the host or another
                 # device are refused (InUse): the block's writes land at the end
-                s.coh.raw_block_opens(dev, *self.span)
+                s.open_raw_block(dev, *self.span)
         return handle
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -408,7 +408,7 @@ class _RawUse:
         discard = exc_type is not None and "w" in self.access and not self.held_newest
         with s.lock:  # one hold: another thread's free_buffer can't come in between
             if "w" in self.access:
-                s.coh.raw_block_ends(self.dev, off, end)
+                s.end_raw_block(self.dev, off, end)
             if s.buffers.get(self.dev) is not self.buf:
                 # hostptr.free_buffer let go of the buffer while the block ran: what the
                 # block wrote is in that buffer alone, so the host takes it (nothing is

@@ -268,3 +268,76 @@ def test_a_host_write_under_an_open_writing_raw_block_is_refused(cl_device, writ
     with hostptr.cl_buffer(x, cl_device, "r"):
         x[5] = 3.0  # a read-only block: its bytes may be written (it records no writes)
     assert float(x[5]) == 3.0
+
+
+def _fill_block(x, dev, access, value=4.0):
+    """A cl_buffer block that fills x on the device (raw pyopencl), left open."""
+    import pyopencl as cl
+
+    block = hostptr.cl_buffer(x, dev, access)
+    buf = block.__enter__()
+    cl.enqueue_fill_buffer(hostptr.queue(dev), buf, np.float32(value), 0, x.nbytes)
+    return block
+
+
+@pytest.mark.parametrize("before", ["fresh", "attached", "device-newest"])
+def test_a_host_write_under_a_write_only_block_is_refused(cl_device, before) -> None:
+    # a "w" block on an array no device held (fresh, attached) let host writes through:
+    # the storage counted as host-only, and the write was lost at the block's end
+    x = ha.zeros(64, dtype=ha.float32)
+    if before != "fresh":
+        hostptr.attach(x, cl_device)
+    if before == "device-newest":
+        _fill_block(x, cl_device, "w", 1.0).__exit__(None, None, None)
+    block = _fill_block(x, cl_device, "w")
+    st = ha.stats()
+    with pytest.raises(hostptr.InUse):
+        x[3] = 9.0
+    with pytest.raises(hostptr.InUse):
+        np.add(x, 1, out=x)
+    assert ha.stats() == st
+    block.__exit__(None, None, None)
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 4, np.float32))
+
+
+def test_free_buffer_inside_a_block_keeps_its_bytes_the_blocks(cl_device) -> None:
+    x = ha.zeros(64, dtype=ha.float32)
+    block = _fill_block(x, cl_device, "rw")
+    assert hostptr.free_buffer(x, cl_device)
+    with pytest.raises(hostptr.InUse):  # it was allowed, then overwritten at the block's end
+        x[0] = 9.0
+    block.__exit__(None, None, None)
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 4, np.float32))
+
+
+def test_a_launch_that_would_publish_under_a_write_only_block_is_refused(cl_device) -> None:
+    # the launch's publish of the host's bytes would overwrite what the raw code wrote
+    prg = ha.Program("__kernel void addv(__global float *y, const float v) "
+                     "{ y[get_global_id(0)] += v; }", device=cl_device)
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    x[...] = 1.0  # host-newest
+    block = _fill_block(x, cl_device, "w")
+    st = ha.stats()
+    with pytest.raises(hostptr.InUse):
+        prg.addv(x.shape, x, 2.0)
+    assert ha.stats() == st
+    block.__exit__(None, None, None)
+    prg.addv(x.shape, x, 2.0)  # after the block: fill 4, then + 2
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 6, np.float32))
+
+
+def test_a_refused_write_reads_nothing_first(cl_device) -> None:
+    # x[...] = y read y (an acquire) before refusing the write into x
+    prg = ha.Program("__kernel void setv(__global float *y, const float v) "
+                     "{ y[get_global_id(0)] = v; }", device=cl_device)
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    y = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    prg.setv(y.shape, y, 5.0)  # y's newest bytes on the device
+    block = _fill_block(x, cl_device, "rw")
+    st = ha.stats()
+    for write in (lambda: x.__setitem__(slice(0, 64), y), lambda: x.__iadd__(y)):
+        with pytest.raises(hostptr.InUse):
+            write()
+    assert ha.stats() == st
+    block.__exit__(None, None, None)
+    assert float(x[0]) == 4.0 and float(y[0]) == 5.0
