@@ -133,3 +133,19 @@ def test_small_strided_host_operand_publishes_at_most_the_publish_limit(dev: ha.
     s = ha.stats()
     np.testing.assert_array_equal(np.asarray(y), np.arange(16, dtype=np.float32) + np.asarray(col))
     assert s.bytes_published <= MIB, s
+
+
+@pytest.mark.parametrize("op", ["x -= x[3]", "x /= x[0]", "x[1:] += x[:-1]", "x[:-1] += x[1:]",
+                                "x[::2] *= x[1::2]", "x[::-1] += x"])
+def test_in_place_with_an_overlapping_operand_stays_on_the_device(dev: ha.Device, op: str) -> None:
+    # x[3] became a view of x: x -= x[3] then fell back to the host and acquired all of x;
+    # the overlapping operand is now copied on the device first, as numpy copies it
+    a = np.arange(1, 65, dtype=np.float32)
+    x, m = _newest(dev, a), _host(lambda v: v, a)
+    ha.reset_stats()
+    exec(op, {"x": x})
+    exec(op, {"x": m})
+    s = ha.stats()
+    if dev.link in ("mapped", "copied"):
+        assert s.host_fallbacks == 0 and s.bytes_acquired == 0 and s.device_ops >= 2, s
+    np.testing.assert_array_equal(np.asarray(x), m)

@@ -60,7 +60,7 @@ from .._array import HostPtrArray
 from .._devices import Device
 from .._sharing import extent
 from .._stats import COUNTERS
-from . import pool, register
+from . import implementation, pool, register
 from .launch import ArrayArg, c_type, compiled, enqueue, overlaps_badly, supports, usable
 
 __all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
@@ -628,8 +628,14 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     if out is not None:
         if not out._a.flags.writeable:
             return None
-        if any(type(x) is HPA and x is not out and overlaps_badly(out, x) for x in operands):
-            return None
+        for i, x in enumerate(vals):
+            if type(x) is HPA and x is not out and overlaps_badly(out, x):
+                # an operand sharing bytes with the output (x -= x[0], x[1:] += x[:-1]):
+                # copied on the device first, as numpy copies such a source
+                x = implementation("misc", "_astype")(x, x._a.dtype, dev)
+                if x is None:
+                    return None
+                vals[i] = x
     return run(dev, name, expr, vals, lt, out_dt, shape, out)
 
 
