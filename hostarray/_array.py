@@ -162,7 +162,7 @@ class HostPtrArray:
         def swapaxes(self, axis1: int, axis2: int) -> HostPtrArray: ...
         def squeeze(self, axis: int | tuple[int, ...] | None = ...) -> HostPtrArray: ...
         def ravel(self, order: str = ...) -> HostPtrArray: ...
-        def flatten(self) -> HostPtrArray: ...
+        def flatten(self, order: str = ...) -> HostPtrArray: ...
         def astype(self, dtype: Any, /, *, copy: bool = ..., device: Any = ...) -> HostPtrArray: ...
         def copy(self, order: str = ...) -> HostPtrArray: ...
         def view(self, dtype: Any = ...) -> HostPtrArray: ...
@@ -307,6 +307,12 @@ class HostPtrArray:
         """numpy's view of the data (an escape: see the coherence model), or a copy."""
         return _interop.array(self, dtype, copy)
 
+    def __bytes__(self) -> bytes:
+        """The elements' bytes in C order, as ``bytes(a)`` of a numpy array gives them
+        (``x.tobytes()``; a read: acquires what a kernel wrote).  Without this, Python
+        before 3.12 would build ``bytes(x)`` from the elements one by one."""
+        return self._host().tobytes()
+
     def __buffer__(self, flags: int, /) -> memoryview:
         """Python's buffer protocol (PEP 688, used from Python 3.12): a ``memoryview`` of
         numpy's view of the data, an escape as ``np.asarray(x)`` is (see the coherence
@@ -429,6 +435,9 @@ class HostPtrArray:
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
+        if t in _INTEGER_KEYS or (t is tuple and any(type(k) in _INTEGER_KEYS for k in key)):
+            key = _int_key(key)  # numpy integers and 0-d integer arrays: basic indices
+            t = type(key)
         if t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key)):
             # basic indexing: a view, which reads nothing (no acquire). numpy answers a full
             # integer index with a scalar (a copy): the same key with ``...`` gives the
@@ -614,6 +623,18 @@ _API_VERSIONS = ("2023.12", "2024.12", "2025.12")
 _EVALUATED = frozenset((int, float, complex, bool))  # write values numpy reads at once
 _VALUES = (np.ndarray, np.generic, HostPtrArray)
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index parts that give views
+# index parts numpy takes as integers (np.int64(3), a 0-d integer array): basic indexing
+# with them gives the same views as with ints (``x[np.argmax(a)]`` is a view too)
+_INTEGER_KEYS = frozenset([np.dtype(c).type for c in "bBhHiIlLqQ"] + [HostPtrArray])
+
+
+def _int_key(key: Any) -> Any:
+    """``key`` with numpy integer scalars and 0-d integer HostPtrArrays made ints."""
+    def one(k: Any) -> Any:
+        if type(k) is HostPtrArray:
+            return operator.index(k) if k._a.ndim == 0 and k._a.dtype.kind in "iu" else k
+        return int(k) if type(k) in _INTEGER_KEYS else k
+    return tuple(one(k) for k in key) if type(key) is tuple else one(key)
 
 
 def _host_values(v: Any) -> Any:

@@ -35,7 +35,7 @@ METHODS: dict[str, tuple[str, str]] = {
     "swapaxes": ("axis1: int, axis2: int", R),
     "squeeze": ("axis: int | tuple[int, ...] | None = ...", R),
     "ravel": ("order: str = ...", R),
-    "flatten": ("", R),
+    "flatten": ("order: str = ...", R),
     "astype": ("dtype: Any, /, *, copy: bool = ..., device: Any = ...", R),
     "copy": ("order: str = ...", R),
     "view": ("dtype: Any = ...", R),

@@ -536,3 +536,18 @@ def test_text_written_into_a_device_array_is_numpys_parse(prg, cl_device) -> Non
     expected = np.full(4, 3, np.float32)
     expected[0], expected[1] = "7", b"1e3"
     np.testing.assert_array_equal(np.asarray(x), expected)
+
+
+def test_numpy_and_0d_integer_indices_give_views_too(prg, cl_device) -> None:
+    # x[np.int64(3)] (np.argmax's type) still gave a 0-d copy: writes through it were lost
+    # and a read acquired all of x
+    x = ha.asarray(np.arange(8, dtype=np.float32), device=cl_device, copy=True)
+    prg.add(x.shape, x, np.float32(1))
+    ha.reset_stats()
+    assert float(x[np.int64(3)]) == 4.0 and ha.stats().bytes_acquired <= 4
+    x[np.int32(4)][...] = 40.0
+    x[ha.asarray(5)][...] = 50.0  # a 0-d integer array: an index as numpy takes it
+    m = x.reshape((2, 4))
+    m[np.uint8(1), np.int16(3)][...] = 70.0
+    np.testing.assert_array_equal(np.asarray(x), [1, 2, 3, 4, 40, 50, 7, 70])
+    assert x[np.intp(2)].shape == () and x[np.int64(-1)].shape == ()

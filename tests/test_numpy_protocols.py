@@ -572,3 +572,10 @@ def test_memoryview_before_python_312_says_what_to_do() -> None:
         return
     with pytest.raises(TypeError):  # (the protocol of a Python class needs 3.12: the docs say
         memoryview(ha.asarray(np.arange(3.0)))  # to pass np.asarray(x))
+
+
+def test_bytes_are_numpys_raw_bytes() -> None:
+    # bytes(x) built one byte per element before 3.12 (no buffer protocol): b'\x01\x02', or a
+    # ValueError for an element above 255, where numpy gives the raw bytes
+    for a in (np.array([1, 2, 300], np.int32), np.arange(6.0).reshape(2, 3).T, np.zeros(0)):
+        assert bytes(ha.asarray(a)) == bytes(a) == a.tobytes()
