@@ -149,6 +149,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
     if report["default"] is None:
         print(f"default: HOSTARRAY_DEVICE is wrong: {report['default_error']}")
         return 2
+    setting_error = _settings_error()
+    if setting_error:  # a wrong threshold or transfer-guard variable: said after the list
+        print(f"settings: {setting_error}")
+        return 2
     if link_error:
         return 2
     kernels = (report["default"] if report["default"] != "cpu"
@@ -156,6 +160,20 @@ def cmd_devices(args: argparse.Namespace) -> int:
     print(f"default: {report['default']} (arrays); kernels and `hostarray demo`: {kernels}; "
           f"set HOSTARRAY_DEVICE to change")
     return 0
+
+
+def _settings_error() -> str | None:
+    """What is wrong with ``HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES`` or
+    ``HOSTARRAY_TRANSFER_GUARD`` (each raises ``ValueError`` at its first use), or ``None``."""
+    from ._compute import device_compute_threshold
+    from ._guard import check_environment
+
+    try:
+        device_compute_threshold()
+        check_environment()
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -284,17 +302,14 @@ def main(argv: list[str] | None = None) -> int:
     from .errors import HostPtrError
 
     if args.command != "devices":  # (devices lists what is here, then says so itself)
-        from ._compute import device_compute_threshold
-        from ._guard import check_environment
-
-        try:
-            # a wrong HOSTARRAY_LINK, HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES or
-            # HOSTARRAY_TRANSFER_GUARD: one sentence, before any work
+        try:  # a wrong HOSTARRAY_LINK: one sentence, before any work
             forced_link()
-            device_compute_threshold()
-            check_environment()
         except ValueError as e:
             print(f"hostarray {args.command}: {e}", file=sys.stderr)
+            return 2
+        setting_error = _settings_error()  # the threshold and transfer-guard variables too
+        if setting_error:
+            print(f"hostarray {args.command}: {setting_error}", file=sys.stderr)
             return 2
     try:
         return args.func(args)

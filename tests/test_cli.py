@@ -225,18 +225,21 @@ def test_a_wrong_hostarray_link_is_one_sentence_and_exit_2(command: str) -> None
         r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("command", ["demo", "bench"])
+@pytest.mark.parametrize("command", ["demo", "bench", "devices"])
 @pytest.mark.parametrize("variable, words", [
     ("HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES", "give a number of bytes"),
     ("HOSTARRAY_TRANSFER_GUARD", "use one of 'allow', 'log', 'disallow'")])
 def test_a_wrong_environment_value_is_one_sentence_and_exit_2(command: str, variable: str,
                                                               words: str) -> None:
     # (they crashed the demo half-way with a traceback and exit 1, "a check failed")
-    args = {"demo": ["--size", "64", "--repeat", "1"], "bench": ["--max-size", "4KiB"]}[command]
+    args = {"demo": ["--size", "64", "--repeat", "1"], "bench": ["--max-size", "4KiB"],
+            "devices": []}[command]
     r = run_cli(command, *args, env={variable: "sideways"})
     assert r.returncode == 2, r.stdout + r.stderr
     assert "Traceback" not in r.stderr and "[bench]" not in r.stderr
-    assert f"{variable}='sideways'" in r.stderr and words in r.stderr, r.stderr
+    # devices lists what is here first, then says what is wrong (as for HOSTARRAY_LINK)
+    said = r.stdout if command == "devices" else r.stderr
+    assert f"{variable}='sideways'" in said and words in said, r.stdout + r.stderr
 
 
 def test_bench_refuses_a_plot_path_it_cannot_write_before_measuring(tmp_path: Path) -> None:
