@@ -25,35 +25,76 @@ builtin_max = max
 
 
 class EigResult(NamedTuple):
-    """Result of :func:`eig`."""
+    """Result of :func:`eig`: ``(eigenvalues, eigenvectors)``, also by name.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> w, v = ha.linalg.eig(ha.asarray([[2.0, 0.0], [0.0, 3.0]]))
+    >>> sorted(w.real.tolist())
+    [2.0, 3.0]
+    """
 
     eigenvalues: HostPtrArray
     eigenvectors: HostPtrArray
 
 
 class EighResult(NamedTuple):
-    """Result of :func:`eigh`."""
+    """Result of :func:`eigh`: ``(eigenvalues, eigenvectors)``, also by name.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> r = ha.linalg.eigh(ha.asarray([[2.0, 1.0], [1.0, 2.0]]))
+    >>> r.eigenvalues.tolist()
+    [1.0, 3.0]
+    """
 
     eigenvalues: HostPtrArray
     eigenvectors: HostPtrArray
 
 
 class QRResult(NamedTuple):
-    """Result of :func:`qr`."""
+    """Result of :func:`qr`: ``(Q, R)``, also by name.
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> a = ha.asarray([[1.0, 2.0], [3.0, 4.0]])
+    >>> q, r = ha.linalg.qr(a)
+    >>> bool(np.allclose(np.asarray(q @ r), np.asarray(a)))
+    True
+    """
 
     Q: HostPtrArray
     R: HostPtrArray
 
 
 class SlogdetResult(NamedTuple):
-    """Result of :func:`slogdet`."""
+    """Result of :func:`slogdet`: ``(sign, logabsdet)``, also by name.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> r = ha.linalg.slogdet(ha.asarray([[2.0, 0.0], [0.0, -3.0]]))
+    >>> float(r.sign), round(float(r.logabsdet), 6)
+    (-1.0, 1.791759)
+    """
 
     sign: HostPtrArray
     logabsdet: HostPtrArray
 
 
 class SVDResult(NamedTuple):
-    """Result of :func:`svd`."""
+    """Result of :func:`svd`: ``(U, S, Vh)``, also by name.
+
+    Examples
+    --------
+    >>> import hostarray as ha
+    >>> r = ha.linalg.svd(ha.asarray([[3.0, 0.0], [0.0, 4.0]]))
+    >>> r.S.tolist()
+    [4.0, 3.0]
+    """
 
     U: HostPtrArray
     S: HostPtrArray
