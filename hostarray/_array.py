@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, SupportsIndex
 import numpy as np
 
 from . import _sharing
-from ._coherence import HOST as HOST_SIDE
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, address_of, aligned_empty, byte_bounds, locked
@@ -435,10 +434,13 @@ class HostPtrArray:
     # -- indexing ---------------------------------------------------------------------
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
-        if t in _INTEGER_KEYS or (t is tuple and any(type(k) in _INTEGER_KEYS for k in key)):
-            key = _int_key(key)  # numpy integers and 0-d integer arrays: basic indices
+        basic = t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key))
+        if not basic and (t in _INTEGER_KEYS or t is tuple):
+            # numpy integers and 0-d integer arrays are integer indices: basic indexing
+            key = _int_key(key)
             t = type(key)
-        if t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key)):
+            basic = t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key))
+        if basic:
             # basic indexing: a view, which reads nothing (no acquire). numpy answers a full
             # integer index with a scalar (a copy): the same key with ``...`` gives the
             # element's 0-d view instead, so writes through it reach x, as for every view
@@ -462,8 +464,7 @@ class HostPtrArray:
             # an open cl_buffer block may write these bytes: refused before the value is
             # read (which may acquire) or anything else happens
             written = _basic_target(self._a, key)
-            self._s.refuse_in_use(HOST_SIDE, *self._s.byte_range(
-                self._a if written is None else written), "a host write")
+            self._s.refuse_host_write(self._a if written is None else written)
         if type(value) is str or type(value) is bytes:
             # text numpy parses, converted now as numpy would: one that does not parse is
             # refused before anything is read or written

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from ._array import HostPtrArray, _view, adopt, aligned_copy, host_view, wrap
-from ._coherence import HOST as HOST_SIDE
 from ._devices import HOST, Device
 from ._devices import device as _parse_device
 from ._storage import HostWrite, Storage, aligned_empty, host_writes, locked
@@ -431,15 +430,6 @@ def _kwargs_to_host(kwargs: dict[str, Any]) -> None:
             kwargs[k] = _to_host(kwargs[k])
 
 
-def refuse_in_use(written: list[HostPtrArray]) -> None:
-    """Raise :class:`~hostarray.errors.InUse` where one of the arrays a call will write
-    holds bytes an open ``cl_buffer`` block may write: before the call reads anything."""
-    for w in written:
-        coh = w._s.coh
-        if coh is not None and coh.raw_blocks:
-            w._s.refuse_in_use(HOST_SIDE, *w._s.byte_range(w._a), "a host write")
-
-
 def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
                 **kwargs: Any) -> Any:
     """``x.__array_ufunc__``: every ufunc and method on host views, results as HostPtrArrays.
@@ -469,7 +459,8 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
                 kwargs["out"] = outs
         result = getattr(ufunc, method)(*args, **kwargs)
     else:
-        refuse_in_use(written)  # before any input is read (an acquire)
+        for w in written:  # (an open cl_buffer block) before any input is read
+            w._s.refuse_host_write(w._a)
         inputs = tuple(_evaluate_callbacks(v) for v in inputs)
         for k in _UFUNC_READS:  # where=, initial=: callbacks run before any lock too
             if k in kwargs:
@@ -580,7 +571,8 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
         result = func(*[_to_host(a, sources) for a in args],
                       **{k: _to_host(v, sources) for k, v in kwargs.items()})
     else:
-        refuse_in_use([t.value for t in ours])  # before any argument is read (an acquire)
+        for t in ours:  # (an open cl_buffer block) before any argument is read
+            t.value._s.refuse_host_write(t.value._a)
         slots = {t.slot for t in ours}
         args = tuple(a if i in slots else _evaluate_callbacks(a) for i, a in enumerate(args))
         kwargs = {k: v if k in slots else _evaluate_callbacks(v) for k, v in kwargs.items()}

@@ -414,12 +414,10 @@ class Storage:
         if coh is None or self.host_exclusive:
             w.mode = 0
             return
-        lo, hi = self.byte_range(w.view)
-        if coh.raw_blocks:
-            self.refuse_in_use(HOST, lo, hi, "a host write")
+        self.refuse_host_write(w.view)
         if self.unreported:
             self._report_pending()
-        w.lo, w.hi = lo, hi
+        lo, hi = w.lo, w.hi = self.byte_range(w.view)
         self._wait_for(coh.hazards_for_host_write(lo, hi))
         whole = w.whole
         if whole and coh.host_stale and numpy_may_raise_late():
@@ -500,10 +498,21 @@ class Storage:
                       reads: bool = False) -> None:
         """Raise :class:`~hostarray.errors.InUse` where an access by ``side`` to bytes
         ``[lo, hi)`` conflicts with an open raw block (see
-        :meth:`Coherence.raw_block_in_the_way`); before anything changed."""
-        block = self.coh.raw_block_in_the_way(side, lo, hi, writes, reads)
+        :meth:`Coherence.raw_block_in_the_way`); before anything changed.  Costs one
+        attribute test while no block is open."""
+        coh = self.coh
+        if coh is None or not coh.raw_blocks:
+            return
+        block = coh.raw_block_in_the_way(side, lo, hi, writes, reads)
         if block is not None:
             raise InUse(block[0], (block[1], block[2]), what)
+
+    def refuse_host_write(self, view: np.ndarray | None) -> None:
+        """:meth:`refuse_in_use` for a host write of the bytes ``view`` covers (all for
+        ``None``): every host write path calls it before it reads anything."""
+        coh = self.coh
+        if coh is not None and coh.raw_blocks:
+            self.refuse_in_use(HOST, *self.byte_range(view), "a host write")
 
     def open_raw_block(self, key: Hashable, lo: int, hi: int) -> None:
         """A ``cl_buffer`` block on ``key`` that may write ``[lo, hi)`` opened (under the lock)."""

@@ -820,9 +820,9 @@ class Kernel:
         # raw_block_in_the_way): refused before anything moves (InUse)
         for s, spans in storages:
             if s.coh is not None and s.coh.raw_blocks:
+                what = f"a launch of kernel {self.name!r} on {dev}"
                 for lo, hi, mode in spans:
-                    s.refuse_in_use(dev, lo, hi, f"a launch of kernel {self.name!r} on {dev}",
-                                    writes=mode != READ, reads=mode != WRITE)
+                    s.refuse_in_use(dev, lo, hi, what, writes=mode != READ, reads=mode != WRITE)
         # only the bytes each argument covers move; write-only (ha.write) publishes
         # nothing: the kernel overwrites its whole range
         for s, spans in storages:

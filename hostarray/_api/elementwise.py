@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
-from .._coherence import HOST as HOST_SIDE
 from .._compute import implementation
 from .._compute import result_nbytes as _result_nbytes
 from .._compute import target as _target
@@ -456,9 +455,7 @@ def _make_inplace(fn: Any, name: str) -> Any:
         if self._s.host_stale or (type(other) is HPA and other._s.host_stale):
             if _device(name, (self, other), self) is not None:
                 return self
-        coh = self._s.coh
-        if coh is not None and coh.raw_blocks:  # refused before the operand is read
-            self._s.refuse_in_use(HOST_SIDE, *self._s.byte_range(self._a), "a host write")
+        self._s.refuse_host_write(self._a)  # (an open cl_buffer block) before any read
         # under the storage lock from the read of the operand to the last byte written:
         # another thread's launch or whole-storage publish/acquire must not interleave
         with locked((self._s, other._s)) if type(other) is HPA else self._s.lock:
