@@ -380,10 +380,8 @@ class _RawUse:
                                              f"open cl_buffer block is using; end that block "
                                              f"first, or use the same view")
             self.span = (off, off + a.nbytes)  # the bytes the block may touch
-            # an open writing block elsewhere (or, here, one whose bytes an entry publish
-            # would overwrite): refused before anything is published (InUse), as a launch
-            s.refuse_in_use(dev, *self.span, "a cl_buffer block", writes="w" in self.access,
-                            reads="r" in self.access)
+            if "w" in self.access:  # refused before anything is published (InUse)
+                s.refuse_in_use(dev, *self.span, "a cl_buffer block that may write")
             # write-only ("w") publishes nothing: the block overwrites the whole range
             if "r" in self.access:
                 s.prepare_device_read(dev, *self.span, writes="w" in self.access)

@@ -341,19 +341,3 @@ def test_a_refused_write_reads_nothing_first(cl_device) -> None:
     assert ha.stats() == st
     block.__exit__(None, None, None)
     assert float(x[0]) == 4.0 and float(y[0]) == 5.0
-
-
-@pytest.mark.parametrize("inner", ["r", "rw"])
-def test_a_block_that_would_publish_under_a_write_only_block_is_refused(cl_device,
-                                                                        inner) -> None:
-    # its entry publish would put the host's bytes over what the outer block's raw code
-    # wrote (as a launch's would): refused like the launch, before anything moves
-    x = ha.zeros(64, dtype=ha.float32)
-    x[...] = 1.0  # host-newest
-    outer = _fill_block(x, cl_device, "w")
-    st = ha.stats()
-    with pytest.raises(hostptr.InUse):
-        hostptr.cl_buffer(x, cl_device, inner).__enter__()
-    assert ha.stats() == st
-    outer.__exit__(None, None, None)
-    np.testing.assert_array_equal(np.asarray(x), np.full(64, 4, np.float32))
