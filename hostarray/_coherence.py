@@ -327,28 +327,42 @@ class Coherence:
         self.raw_blocks.remove((key, lo, hi))
         self._refresh()
 
-    def raw_block_in_the_way(self, side: Hashable, lo: int, hi: int, writes: bool = True,
-                             reads: bool = False) -> tuple[Hashable, int, int] | None:
-        """The open raw block (``(key, lo, hi)``) that an access to ``[lo, hi)`` by
-        ``side`` (:data:`HOST` or a device key) would conflict with, or ``None``.
+    def raw_block_in_the_way(self, side: Hashable, lo: int, hi: int
+                             ) -> tuple[Hashable, int, int] | None:
+        """The open raw block (``(key, lo, hi)``) that a write to ``[lo, hi)`` by ``side``
+        (:data:`HOST` or a device key) would conflict with, or ``None``.
 
         The block's writes are recorded when it ends, over its whole range, as the newest
         bytes there.  A write on another side meanwhile can't be ordered with them (it would
         be lost): a conflict.  On the block's own device its queue orders launches with the
-        raw code, but a launch that *reads* bytes that device does not hold current would
-        first publish the host's over what the raw code writes there: a conflict too.
-        Other reads see the bytes as they were (on a shared link, as the raw code leaves
-        them)."""
+        raw code: no conflict (and :meth:`plan_device_read` publishes nothing over the
+        block's bytes there).  Reads see the bytes as they were (on a shared link, as the
+        raw code leaves them)."""
         for block in self.raw_blocks:
             key, a, b = block
-            if not (a < hi and lo < b):
-                continue
-            if key != side:
-                if writes:
-                    return block
-            elif reads and not self.is_current(key, max(lo, a), min(hi, b)):
+            if key != side and a < hi and lo < b:
                 return block
         return None
+
+    def _outside_own_raw_blocks(self, key: Hashable, parts: list[tuple[int, int, Any]]
+                                ) -> list[tuple[int, int, Any]]:
+        """``parts`` less the bytes open raw blocks on ``key`` hold: there ``key``'s buffer
+        holds what the raw code writes (its newest bytes once the block ends), and a
+        publish or acquire would overwrite it."""
+        for k, a, b in self.raw_blocks:
+            if k != key:
+                continue
+            cut: list[tuple[int, int, Any]] = []
+            for lo, hi, v in parts:
+                if a < hi and lo < b:
+                    if lo < a:
+                        cut.append((lo, a, v))
+                    if b < hi:
+                        cut.append((b, hi, v))
+                else:
+                    cut.append((lo, hi, v))
+            parts = cut
+        return parts
 
     @property
     def escaped(self) -> bool:
@@ -413,8 +427,11 @@ class Coherence:
                          ) -> tuple[list[Run], list[Run]]:
         """``(acquires, publishes)`` needed before a launch on ``key`` reads ``[lo, hi)``:
         what ``key`` lacks is published from the host, acquired there first where the
-        host lacks it too."""
+        host lacks it too; nothing where an open raw block on ``key`` holds the bytes (the
+        launch reads what the raw code wrote, ordered by ``key``'s queue)."""
         parts = [(a, b, v) for a, b, v in self._segments(lo, hi) if key not in v]
+        if parts and self.raw_blocks:
+            parts = self._outside_own_raw_blocks(key, parts)
         acquires = self._runs([(a, b, self._source(v)) for a, b, v in parts if HOST not in v])
         return acquires, self._runs([(a, b, key) for a, b, _ in parts])
 

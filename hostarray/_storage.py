@@ -494,16 +494,15 @@ class Storage:
             coh.raw_views_may_have_written()  # a raw view may have written since
         return coh
 
-    def refuse_in_use(self, side: Hashable, lo: int, hi: int, what: str, writes: bool = True,
-                      reads: bool = False) -> None:
-        """Raise :class:`~hostarray.errors.InUse` where an access by ``side`` to bytes
+    def refuse_in_use(self, side: Hashable, lo: int, hi: int, what: str) -> None:
+        """Raise :class:`~hostarray.errors.InUse` where a write by ``side`` to bytes
         ``[lo, hi)`` conflicts with an open raw block (see
         :meth:`Coherence.raw_block_in_the_way`); before anything changed.  Costs one
         attribute test while no block is open."""
         coh = self.coh
         if coh is None or not coh.raw_blocks:
             return
-        block = coh.raw_block_in_the_way(side, lo, hi, writes, reads)
+        block = coh.raw_block_in_the_way(side, lo, hi)
         if block is not None:
             raise InUse(block[0], (block[1], block[2]), what)
 

@@ -439,8 +439,10 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     While a block that may write (``"w"``, ``"rw"``) is open, its bytes are the raw
     code's: a write to them from the host or from a launch on another device raises
     :class:`~hostarray.errors.InUse` (the block's writes land when it ends, over its
-    whole range, so such a write would be lost); launches on the block's own device are
-    ordered by its queue and allowed.  Reads are allowed everywhere.
+    whole range, so such a write would be lost); launches and nested blocks on the
+    block's own device are ordered by its queue and allowed: they read what the raw code
+    wrote (nothing is published over the block's bytes there).  Reads are allowed
+    everywhere.
 
     If the block raises, the work it enqueued is waited for.  Where the buffer
     held the newest bytes of ``x`` on entry (``"r"``, ``"rw"``), what it wrote

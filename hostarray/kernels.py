@@ -816,13 +816,14 @@ class Kernel:
                                            f"{held[0]}-{held[1]}, which an open "
                                            f"hostptr.cl_buffer block is using; launch "
                                            f"after the block, or on the same view")
-        # an access that conflicts with an open cl_buffer block (Coherence.
+        # a write that conflicts with an open cl_buffer block on another device (Coherence.
         # raw_block_in_the_way): refused before anything moves (InUse)
         for s, spans in storages:
             if s.coh is not None and s.coh.raw_blocks:
                 what = f"a launch of kernel {self.name!r} on {dev}"
                 for lo, hi, mode in spans:
-                    s.refuse_in_use(dev, lo, hi, what, writes=mode != READ, reads=mode != WRITE)
+                    if mode != READ:
+                        s.refuse_in_use(dev, lo, hi, what)
         # only the bytes each argument covers move; write-only (ha.write) publishes
         # nothing: the kernel overwrites its whole range
         for s, spans in storages:

@@ -427,3 +427,25 @@ def test_an_open_raw_block_stands_in_the_way_of_writes_elsewhere_only() -> None:
     assert c.raw_block_in_the_way(HOST, 20, 21) == ("b", 16, 32)
     c.raw_block_ends("b", 16, 32)
     assert c.raw_block_in_the_way(HOST, 0, 64) is None
+
+
+def test_a_read_on_the_blocks_own_device_publishes_nothing_over_its_bytes() -> None:
+    # the raw code writes the block's bytes on its device: a publish (or an acquire) there
+    # for a launch or a nested block on that device would overwrite them (a lost write)
+    c = Coherence(64)
+    c.add_device("a")
+    c.add_device("b")
+    c.device_written("a", 48, 64, None)  # a holds the newest of [48, 64)
+    c.acquired("a", 48, 64)
+    c.device_written("a", 56, 64, None)
+    c.raw_block_opens("b", 16, 32)
+    assert c.plan_device_read("b", 0, 64) == ([(56, 64, "a")], [(0, 16, "b"), (32, 64, "b")])
+    assert c.plan_device_read("b", 16, 32) == ([], [])
+    assert c.plan_device_read("b", 20, 40) == ([], [(32, 40, "b")])
+    # another device reads the bytes as they were: the host's are published there
+    assert c.plan_device_read("a", 16, 32) == ([], [(16, 32, "a")])
+    c.raw_block_opens("b", 0, 8)
+    assert c.plan_device_read("b", 0, 40) == ([], [(8, 16, "b"), (32, 40, "b")])
+    c.raw_block_ends("b", 0, 8)
+    c.raw_block_ends("b", 16, 32)
+    assert c.plan_device_read("b", 16, 32) == ([], [(16, 32, "b")])

@@ -226,9 +226,8 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
         # a write to bytes an open cl_buffer block on another device may write: refused
         # before anything moves (InUse)
         for v in arrays:
-            if v.s.coh.raw_blocks:  # (the message is built only where one is open)
-                v.s.refuse_in_use(dev, v.lo, v.hi, f"the device operation {name!r} on {dev}",
-                                  writes=v.mode != "r", reads=v.mode != "w")
+            if v.mode != "r" and v.s.coh.raw_blocks:  # (the message only where one is open)
+                v.s.refuse_in_use(dev, v.lo, v.hi, f"the device operation {name!r} on {dev}")
         # reads first, with the write flag where the same operand is written (in place)
         for v in arrays:
             if v.mode != "w":
