@@ -235,44 +235,100 @@ class HostPtrArray:
     # -- attributes ----------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        """Array dimensions."""
+        """Array dimensions.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros((2, 3)).shape
+        (2, 3)
+        """
         return self._a.shape
 
     @property
     def dtype(self) -> np.dtype:
-        """Data type of the elements."""
+        """Data type of the elements.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.asarray([1.0, 2.0]).dtype
+        dtype('float64')
+        """
         return self._a.dtype
 
     @property
     def ndim(self) -> int:
-        """Number of dimensions."""
+        """Number of dimensions.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros((2, 3)).ndim
+        2
+        """
         return self._a.ndim
 
     @property
     def size(self) -> int:
-        """Number of elements."""
+        """Number of elements.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros((2, 3)).size
+        6
+        """
         return self._a.size
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the elements (not counting the storage's padding)."""
+        """Bytes of the elements (not counting the storage's padding).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros(3, dtype=ha.float32).nbytes
+        12
+        """
         return self._a.nbytes
 
     @property
     def device(self) -> Device:
-        """The device the array is attached to (``Device('cpu')`` for the host)."""
+        """The device the array is attached to (``Device('cpu')`` for the host).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros(3).device
+        Device('cpu')
+        """
         return self._device
 
     @property
     def T(self) -> HostPtrArray:
-        """Transpose of a two-dimensional array (a view)."""
+        """Transpose of a two-dimensional array (a view).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros((2, 3)).T.shape
+        (3, 2)
+        """
         if self._a.ndim != 2:
             raise ValueError("x.T requires a 2-D array; use x.mT or ha.permute_dims for others")
         return _view(self, self._a.T)
 
     @property
     def mT(self) -> HostPtrArray:
-        """Transpose of the last two axes (a view)."""
+        """Transpose of the last two axes (a view).
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> ha.zeros((4, 2, 3)).mT.shape
+        (4, 3, 2)
+        """
         if self._a.ndim < 2:
             raise ValueError("x.mT requires at least 2 dimensions")
         return _view(self, self._a.swapaxes(-1, -2))

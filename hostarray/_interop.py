@@ -886,14 +886,67 @@ _ATTRIBUTES: dict[str, Callable[[HostPtrArray], Any]] = {
     "strides": lambda x: x._a.strides,
 }
 
+# a runnable example per method and attribute (docstrings; tests/test_docs.py runs them)
+_EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    'reshape': [('ha.arange(6).reshape(2, 3).shape', '(2, 3)')],
+    'transpose': [('ha.zeros((2, 3)).transpose().shape', '(3, 2)')],
+    'swapaxes': [('ha.zeros((1, 2, 3)).swapaxes(0, 2).shape', '(3, 2, 1)')],
+    'squeeze': [('ha.zeros((1, 3, 1)).squeeze().shape', '(3,)')],
+    'ravel': [('ha.asarray([[1, 2], [3, 4]]).ravel().tolist()', '[1, 2, 3, 4]')],
+    'flatten': [('ha.asarray([[1, 2], [3, 4]]).flatten().tolist()', '[1, 2, 3, 4]')],
+    'astype': [('ha.asarray([1.5, 2.5]).astype(ha.int32).tolist()', '[1, 2]')],
+    'copy': [('ha.asarray([1, 2]).copy().tolist()', '[1, 2]')],
+    'view': [('ha.asarray([1, 2], dtype=ha.int32).view(ha.uint32).dtype', "dtype('uint32')")],
+    'sort': [('x = ha.asarray([3, 1, 2]); x.sort(); x.tolist()', '[1, 2, 3]')],
+    'fill': [('x = ha.zeros(3); x.fill(7.0); x.tolist()', '[7.0, 7.0, 7.0]')],
+    'sum': [('int(ha.asarray([[1, 2], [3, 4]]).sum())', '10'),
+            ('ha.asarray([[1, 2], [3, 4]]).sum(axis=0).tolist()', '[4, 6]')],
+    'prod': [('int(ha.asarray([1, 2, 3, 4]).prod())', '24')],
+    'mean': [('float(ha.asarray([1.0, 2.0, 3.0]).mean())', '2.0')],
+    'std': [('float(ha.asarray([1.0, 3.0]).std())', '1.0')],
+    'var': [('float(ha.asarray([1.0, 3.0]).var())', '1.0')],
+    'min': [('int(ha.asarray([3, 1, 2]).min())', '1')],
+    'max': [('int(ha.asarray([3, 1, 2]).max())', '3')],
+    'argmin': [('int(ha.asarray([3, 1, 2]).argmin())', '1')],
+    'argmax': [('int(ha.asarray([3, 1, 2]).argmax())', '0')],
+    'any': [('bool(ha.asarray([0, 1, 0]).any())', 'True')],
+    'all': [('bool(ha.asarray([0, 1, 0]).all())', 'False')],
+    'cumsum': [('ha.asarray([1, 2, 3]).cumsum().tolist()', '[1, 3, 6]')],
+    'cumprod': [('ha.asarray([1, 2, 3]).cumprod().tolist()', '[1, 2, 6]')],
+    'clip': [('ha.asarray([-1, 0, 5]).clip(0, 3).tolist()', '[0, 0, 3]')],
+    'round': [('ha.asarray([1.26, 2.5]).round(1).tolist()', '[1.3, 2.5]')],
+    'dot': [('float(ha.asarray([1.0, 2.0]).dot(ha.asarray([3.0, 4.0])))', '11.0')],
+    'nonzero': [('[i.tolist() for i in ha.asarray([0, 2, 0, 3]).nonzero()]', '[[1, 3]]')],
+    'argsort': [('ha.asarray([3, 1, 2]).argsort().tolist()', '[1, 2, 0]')],
+    'searchsorted': [('int(ha.asarray([1, 2, 4]).searchsorted(3))', '2')],
+    'take': [('ha.asarray([10, 20, 30]).take([2, 0]).tolist()', '[30, 10]')],
+    'repeat': [('ha.asarray([1, 2]).repeat(2).tolist()', '[1, 1, 2, 2]')],
+    'diagonal': [('ha.asarray([[1, 2], [3, 4]]).diagonal().tolist()', '[1, 4]')],
+    'trace': [('int(ha.asarray([[1, 2], [3, 4]]).trace())', '5')],
+    'compress': [('ha.asarray([1, 2, 3]).compress([True, False, True]).tolist()', '[1, 3]')],
+    'conj': [('ha.asarray([1 + 2j]).conj().tolist()', '[(1-2j)]')],
+    'conjugate': [('ha.asarray([1 + 2j]).conjugate().tolist()', '[(1-2j)]')],
+    'real': [('ha.asarray([1 + 2j]).real.tolist()', '[1.0]')],
+    'imag': [('ha.asarray([1 + 2j]).imag.tolist()', '[2.0]')],
+    'itemsize': [('ha.zeros(3, dtype=ha.float32).itemsize', '4')],
+    'strides': [('ha.zeros((2, 3), dtype=ha.float64).strides', '(24, 8)')],
+}
+
+
+def _examples(name: str) -> str:
+    """The numpydoc Examples section of method or attribute ``name``."""
+    body = "".join(f"    >>> {src}\n    {out}\n" for src, out in _EXAMPLES[name])
+    return f"\n\n    Examples\n    --------\n    >>> import hostarray as ha\n{body}"
+
 
 def _method(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: HostPtrArray, *args: Any, **kwargs: Any) -> Any:
         return f(self, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = (f"numpy's ``ndarray.{name}``, on the host data; array results are "
-                      f"HostPtrArrays on the same device.")
+    method.__doc__ = (f"numpy's ``ndarray.{name}``; array results are HostPtrArrays on the "
+                      f"same device.{_examples(name)}")
+    method.__module__ = HostPtrArray.__module__  # its doctest runs with the class's
     return method
 
 
@@ -909,7 +962,7 @@ def install_ndarray_methods(cls: type) -> None:
             setattr(cls, name, _method(name, f))
     for name, g in _ATTRIBUTES.items():
         if name not in cls.__dict__:
-            setattr(cls, name, property(g, doc=f"numpy's ``ndarray.{name}``."))
+            setattr(cls, name, property(g, doc=f"numpy's ``ndarray.{name}``.{_examples(name)}"))
 
 
 install_ndarray_methods(HostPtrArray)
