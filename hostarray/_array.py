@@ -59,6 +59,14 @@ class _ExportHolder:
             self._storage.end_escape(*self._range)
 
 
+def _is_view(target: np.ndarray | None, v: np.ndarray) -> bool:
+    """Whether ``target`` views exactly the elements of ``v`` (the same bytes, type,
+    shape and strides)."""
+    return (target is not None and target.shape == v.shape and target.strides == v.strides
+            and target.dtype == v.dtype
+            and target.__array_interface__["data"][0] == v.__array_interface__["data"][0])
+
+
 class HostPtrArray:
     """An n-dimensional array in page-aligned host memory that OpenCL devices
     can use without copies.
@@ -516,6 +524,11 @@ class HostPtrArray:
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
         key = _numpy_key(key)
+        if type(value) is HostPtrArray and value._s is self._s and _is_view(
+                _basic_target(self._a, key), value._a):
+            # x[k] = x[k], as `x[k] += 1` ends (after its in-place add): the bytes hold the
+            # value already, and numpy copies nothing either; nothing to refuse or record
+            return
         if self._s.coh is not None and self._s.coh.raw_blocks:
             # an open cl_buffer block may write these bytes: refused before the value is
             # read (which may acquire) or anything else happens

@@ -68,7 +68,7 @@ class Coherence:
     """
 
     __slots__ = ("size", "_starts", "_valid", "devices", "inflight", "escapes",
-                 "deferred_ends", "host_stale", "host_exclusive", "raw_blocks")
+                 "deferred_ends", "host_stale", "host_exclusive", "raw_blocks", "raw_detached")
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -80,6 +80,9 @@ class Coherence:
         self.escapes: list[tuple[int, int]] = []  # ranges raw views may write, one per view
         # open raw blocks that may write (hostptr.cl_buffer "w"/"rw"): (device key, lo, hi)
         self.raw_blocks: list[tuple[Hashable, int, int]] = []
+        # those of them whose device buffer was let go meanwhile (free_buffer): their
+        # writes are in a buffer hostarray no longer holds, and reach the host at the end
+        self.raw_detached: list[tuple[Hashable, int, int]] = []
         # ends met while the lock was busy or this thread was inside an operation (a
         # finalizer): appended without a lock, applied by the storage later
         self.deferred_ends: deque[tuple[int, int]] = deque()
@@ -208,6 +211,7 @@ class Coherence:
         self.devices.pop(key, None)
         self.inflight = [f for f in self.inflight if f[1] != key]
         self._set(0, self.size, lambda v: v - {key} if key in v else v)
+        self.raw_detached += [b for b in self.raw_blocks if b[0] == key]
         self._refresh()
 
     def is_current(self, key: Hashable, lo: int = 0, hi: int | None = None) -> bool:
@@ -323,25 +327,35 @@ class Coherence:
         self.raw_blocks.append((key, lo, hi))
         self._refresh()
 
-    def raw_block_ends(self, key: Hashable, lo: int, hi: int) -> None:
+    def raw_block_ends(self, key: Hashable, lo: int, hi: int, detached: bool = False) -> None:
+        """A raw block ended (``detached``: its buffer was let go while it ran)."""
         self.raw_blocks.remove((key, lo, hi))
+        if detached:
+            self.raw_detached.remove((key, lo, hi))
         self._refresh()
 
-    def raw_block_in_the_way(self, side: Hashable, lo: int, hi: int
+    def raw_block_in_the_way(self, side: Hashable, lo: int, hi: int, writes: bool = True
                              ) -> tuple[Hashable, int, int] | None:
-        """The open raw block (``(key, lo, hi)``) that a write to ``[lo, hi)`` by ``side``
-        (:data:`HOST` or a device key) would conflict with, or ``None``.
+        """The open raw block (``(key, lo, hi)``) that an access to ``[lo, hi)`` by
+        ``side`` (:data:`HOST` or a device key; ``writes``: it writes) would conflict
+        with, or ``None``.
 
         The block's writes are recorded when it ends, over its whole range, as the newest
         bytes there.  A write on another side meanwhile can't be ordered with them (it would
         be lost): a conflict.  On the block's own device its queue orders launches with the
         raw code: no conflict (and :meth:`plan_device_read` publishes nothing over the
-        block's bytes there).  Reads see the bytes as they were (on a shared link, as the
-        raw code leaves them)."""
+        block's bytes there), unless the block's buffer was let go (``raw_detached``): a
+        launch there would use a new buffer without the raw code's bytes, and its writes
+        would be overwritten when the block's land: a conflict, reads too.  Other reads see
+        the bytes as they are (on a shared link, as the raw code leaves them)."""
         for block in self.raw_blocks:
             key, a, b = block
-            if key != side and a < hi and lo < b:
-                return block
+            if a < hi and lo < b:
+                if key != side:
+                    if writes:
+                        return block
+                elif block in self.raw_detached:
+                    return block
         return None
 
     def _outside_own_raw_blocks(self, key: Hashable, parts: list[tuple[int, int, Any]]
@@ -349,8 +363,9 @@ class Coherence:
         """``parts`` less the bytes open raw blocks on ``key`` hold: there ``key``'s buffer
         holds what the raw code writes (its newest bytes once the block ends), and a
         publish or acquire would overwrite it."""
-        for k, a, b in self.raw_blocks:
-            if k != key:
+        for block in self.raw_blocks:
+            k, a, b = block
+            if k != key or block in self.raw_detached:
                 continue
             cut: list[tuple[int, int, Any]] = []
             for lo, hi, v in parts:
@@ -434,6 +449,14 @@ class Coherence:
             parts = self._outside_own_raw_blocks(key, parts)
         acquires = self._runs([(a, b, self._source(v)) for a, b, v in parts if HOST not in v])
         return acquires, self._runs([(a, b, key) for a, b, _ in parts])
+
+    def plan_explicit_publish(self, key: Hashable, lo: int, hi: int) -> list[Run]:
+        """Ranges of ``[lo, hi)`` to publish to ``key`` for ``publish_host_writes``: all of
+        it but the bytes open raw blocks on ``key`` hold (the raw code's are the newest
+        there)."""
+        parts = self._outside_own_raw_blocks(key, [(lo, hi, None)]) if self.raw_blocks \
+            else [(lo, hi, None)]
+        return [(a, b, key) for a, b, _ in parts]
 
     def hazards_for_device_write(self, key: Hashable, lo: int, hi: int) -> list[Any]:
         """Launches on *other* devices to wait for before a launch on ``key`` writes

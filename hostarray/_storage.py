@@ -494,15 +494,16 @@ class Storage:
             coh.raw_views_may_have_written()  # a raw view may have written since
         return coh
 
-    def refuse_in_use(self, side: Hashable, lo: int, hi: int, what: str) -> None:
-        """Raise :class:`~hostarray.errors.InUse` where a write by ``side`` to bytes
-        ``[lo, hi)`` conflicts with an open raw block (see
+    def refuse_in_use(self, side: Hashable, lo: int, hi: int, what: str,
+                      writes: bool = True) -> None:
+        """Raise :class:`~hostarray.errors.InUse` where an access by ``side`` to bytes
+        ``[lo, hi)`` (``writes``: a write) conflicts with an open raw block (see
         :meth:`Coherence.raw_block_in_the_way`); before anything changed.  Costs one
         attribute test while no block is open."""
         coh = self.coh
         if coh is None or not coh.raw_blocks:
             return
-        block = coh.raw_block_in_the_way(side, lo, hi)
+        block = coh.raw_block_in_the_way(side, lo, hi, writes)
         if block is not None:
             raise InUse(block[0], (block[1], block[2]), what)
 
@@ -518,8 +519,8 @@ class Storage:
         self.coh.raw_block_opens(key, lo, hi)
         self._mirror()
 
-    def end_raw_block(self, key: Hashable, lo: int, hi: int) -> None:
-        self.coh.raw_block_ends(key, lo, hi)
+    def end_raw_block(self, key: Hashable, lo: int, hi: int, detached: bool = False) -> None:
+        self.coh.raw_block_ends(key, lo, hi, detached)
         self._mirror()
 
     def prepare_device_read(self, key: Hashable, lo: int, hi: int,
@@ -586,7 +587,9 @@ class Storage:
             runs = coh.plan_host_read(lo, hi)
             if runs:
                 self._acquire(runs)
-            self._publish([(lo, hi, key)])
+            runs = coh.plan_explicit_publish(key, lo, hi)
+            if runs:
+                self._publish(runs)
             self._mirror()
 
     def acquire_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:

@@ -569,8 +569,12 @@ class InUse(HostPtrError, RuntimeError):
 
     The block's writes land when it ends, over the whole range it holds; a write made
     meanwhile elsewhere could not be ordered with the raw code's and would be lost.  Reads
-    are allowed: on a mapped or copied link they see the bytes as they were when the block
-    began; on a shared link the raw code works on the host bytes, unordered with them.
+    are allowed: on a mapped or copied link a host read sees the host's bytes where the
+    host holds the newest, else it acquires the device's, after what the raw code enqueued
+    so far; on a shared link the raw code works on the host bytes, unordered with them.
+    Also raised for any access from the block's own device once
+    :func:`~hostarray.hostptr.free_buffer` let go of the buffer the block holds (the raw
+    code's bytes are in it alone until the block ends).
 
     Attributes
     ----------

@@ -372,6 +372,10 @@ class _RawUse:
             raise BadLaunch("cl_buffer", f"the array is read-only but access {self.access!r} "
                                          f"lets the device write it; use access='r'")
         with s.lock:
+            # an open writing block elsewhere, or one on dev whose buffer was let go:
+            # refused before anything is created or published (InUse)
+            s.refuse_in_use(dev, off, off + a.nbytes, "a cl_buffer block",
+                            writes="w" in self.access)
             buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
             held = buf.held_overlap(off, a.nbytes)
             if held:  # another open block's sub-buffer would be retired under its feet
@@ -380,8 +384,6 @@ class _RawUse:
                                              f"open cl_buffer block is using; end that block "
                                              f"first, or use the same view")
             self.span = (off, off + a.nbytes)  # the bytes the block may touch
-            if "w" in self.access:  # refused before anything is published (InUse)
-                s.refuse_in_use(dev, *self.span, "a cl_buffer block that may write")
             # write-only ("w") publishes nothing: the block overwrites the whole range
             if "r" in self.access:
                 s.prepare_device_read(dev, *self.span, writes="w" in self.access)
@@ -407,9 +409,10 @@ class _RawUse:
         self.buf.raw_done(off, end - off, marker)  # launches may retire it once it is done
         discard = exc_type is not None and "w" in self.access and not self.held_newest
         with s.lock:  # one hold: another thread's free_buffer can't come in between
+            detached = s.buffers.get(self.dev) is not self.buf
             if "w" in self.access:
-                s.end_raw_block(self.dev, off, end)
-            if s.buffers.get(self.dev) is not self.buf:
+                s.end_raw_block(self.dev, off, end, detached)
+            if detached:
                 # hostptr.free_buffer let go of the buffer while the block ran: what the
                 # block wrote is in that buffer alone, so the host takes it (nothing is
                 # lost) instead of recording a device that has no buffer any more
@@ -439,10 +442,15 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     While a block that may write (``"w"``, ``"rw"``) is open, its bytes are the raw
     code's: a write to them from the host or from a launch on another device raises
     :class:`~hostarray.errors.InUse` (the block's writes land when it ends, over its
-    whole range, so such a write would be lost); launches and nested blocks on the
-    block's own device are ordered by its queue and allowed: they read what the raw code
-    wrote (nothing is published over the block's bytes there).  Reads are allowed
-    everywhere.
+    whole range, so such a write would be lost); kernel launches (and operations the
+    device computes) and nested blocks on the block's own device are ordered by its
+    queue and allowed: they read what the raw code wrote (nothing is published over the
+    block's bytes there, :func:`publish_host_writes` included).  If :func:`free_buffer`
+    lets go of the buffer meanwhile, the raw code's bytes are in that buffer alone until
+    the block ends: accesses from its device raise ``InUse`` too.  Reads are allowed
+    everywhere; an operation placed on the host reads the host's bytes.  Another array
+    over memory that only partly overlaps ``x``'s (adopted separately, see
+    :doc:`/coherence`) is not checked against the block.
 
     If the block raises, the work it enqueued is waited for.  Where the buffer
     held the newest bytes of ``x`` on entry (``"r"``, ``"rw"``), what it wrote

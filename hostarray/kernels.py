@@ -816,14 +816,14 @@ class Kernel:
                                            f"{held[0]}-{held[1]}, which an open "
                                            f"hostptr.cl_buffer block is using; launch "
                                            f"after the block, or on the same view")
-        # a write that conflicts with an open cl_buffer block on another device (Coherence.
-        # raw_block_in_the_way): refused before anything moves (InUse)
+        # an access that conflicts with an open cl_buffer block (a write, where the block
+        # is on another device; Coherence.raw_block_in_the_way): refused before anything
+        # moves (InUse)
         for s, spans in storages:
             if s.coh is not None and s.coh.raw_blocks:
                 what = f"a launch of kernel {self.name!r} on {dev}"
                 for lo, hi, mode in spans:
-                    if mode != READ:
-                        s.refuse_in_use(dev, lo, hi, what)
+                    s.refuse_in_use(dev, lo, hi, what, writes=mode != READ)
         # only the bytes each argument covers move; write-only (ha.write) publishes
         # nothing: the kernel overwrites its whole range
         for s, spans in storages:

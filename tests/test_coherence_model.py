@@ -449,3 +449,20 @@ def test_a_read_on_the_blocks_own_device_publishes_nothing_over_its_bytes() -> N
     c.raw_block_ends("b", 0, 8)
     c.raw_block_ends("b", 16, 32)
     assert c.plan_device_read("b", 16, 32) == ([], [(16, 32, "b")])
+
+
+def test_a_block_whose_buffer_went_stands_in_the_way_of_its_own_device_too() -> None:
+    c = Coherence(64)
+    c.add_device("b")
+    c.raw_block_opens("b", 16, 32)
+    assert c.raw_block_in_the_way("b", 0, 64) is None
+    assert c.raw_block_in_the_way(HOST, 0, 64, writes=False) is None
+    c.forget_device("b")  # free_buffer while the block runs
+    c.add_device("b")  # a new buffer: it lacks the raw code's bytes
+    assert c.raw_block_in_the_way("b", 20, 24, writes=False) == ("b", 16, 32)
+    assert c.raw_block_in_the_way("b", 32, 64) is None
+    assert c.plan_device_read("b", 0, 64) == ([], [(0, 64, "b")])
+    assert c.raw_block_in_the_way(HOST, 0, 64, writes=False) is None  # reads elsewhere: free
+    c.raw_block_ends("b", 16, 32, detached=True)
+    assert c.raw_block_in_the_way("b", 0, 64, writes=False) is None
+    assert not c.raw_blocks and not c.raw_detached

@@ -373,3 +373,67 @@ def test_a_refused_write_reads_nothing_first(cl_device) -> None:
     assert ha.stats() == st
     block.__exit__(None, None, None)
     assert float(x[0]) == 4.0 and float(y[0]) == 5.0
+
+
+@pytest.mark.parametrize("access", ["w", "rw"])
+def test_publish_host_writes_inside_a_block_keeps_the_raw_codes_bytes(cl_device,
+                                                                      access) -> None:
+    # the explicit publish copied the host's older bytes over what the raw code wrote
+    # (copied link: 1.0 instead of 8.0); the newest data wins on every link
+    import pyopencl as cl
+
+    x = ha.ones(256, dtype=ha.float32)
+    hostptr.attach(x, cl_device)
+    q = hostptr.queue(cl_device)
+    with hostptr.cl_buffer(x[:128], cl_device, access) as buf:
+        cl.enqueue_fill_buffer(q, buf, np.float32(8.0), 0, 128 * 4)
+        hostptr.publish_host_writes(x, cl_device)  # x[128:] still published
+    model = np.ones(256, np.float32)
+    model[:128] = 8
+    np.testing.assert_array_equal(np.asarray(x), model)
+
+
+def test_a_block_whose_buffer_was_let_go_refuses_its_devices_accesses(cl_device) -> None:
+    # free_buffer inside a block: the raw code's bytes are in the old buffer until the
+    # block ends; a launch or a nested block on the same device would use a new buffer
+    # without them (copied link: garbage read, and the launch's writes lost at the end)
+    import pyopencl as cl
+
+    prg = ha.Program("__kernel void addv(__global float *y, const float v) "
+                     "{ y[get_global_id(0)] += v; }", device=cl_device)
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    block = hostptr.cl_buffer(x, cl_device, "w")
+    buf = block.__enter__()
+    cl.enqueue_fill_buffer(hostptr.queue(cl_device), buf, np.float32(5.0), 0, x.nbytes)
+    assert hostptr.free_buffer(x, cl_device)
+    st = ha.stats()
+    with pytest.raises(hostptr.InUse):
+        prg.addv(x.shape, x, 1.0)
+    for access in ("r", "rw"):
+        with pytest.raises(hostptr.InUse):
+            with hostptr.cl_buffer(x, cl_device, access):
+                pass
+    assert ha.stats() == st  # refused before anything moved
+    block.__exit__(None, None, None)
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 5, np.float32))
+    prg.addv(x.shape, x, 1.0)  # after the block: an ordinary launch
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 6, np.float32))
+
+
+def test_assigning_a_view_to_itself_writes_nothing(cl_device) -> None:
+    # x[a:b] += 1 ends with x[a:b] = <the same view>: that second step was a host write,
+    # refused under an open block that opened after the add had landed
+    x = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    other = ha.zeros(64, dtype=ha.float32, device=cl_device)
+    v = x[8:16]
+    block = _fill_block(x, cl_device, "rw")
+    st = ha.stats()
+    x[8:16] = v  # numpy copies nothing here either
+    x[...] = x
+    assert ha.stats() == st
+    with pytest.raises(hostptr.InUse):
+        x[8:16] = x[0:8]  # other bytes: a real write
+    with pytest.raises(hostptr.InUse):
+        x[8:16] = other[8:16]  # another array
+    block.__exit__(None, None, None)
+    np.testing.assert_array_equal(np.asarray(x), np.full(64, 4, np.float32))

@@ -226,8 +226,9 @@ def enqueue(dev: Device, kernel: tuple[Any, threading.Lock], name: str, n: int,
         # a write to bytes an open cl_buffer block on another device may write: refused
         # before anything moves (InUse)
         for v in arrays:
-            if v.mode != "r" and v.s.coh.raw_blocks:  # (the message only where one is open)
-                v.s.refuse_in_use(dev, v.lo, v.hi, f"the device operation {name!r} on {dev}")
+            if v.s.coh.raw_blocks:  # (the message is built only where one is open)
+                v.s.refuse_in_use(dev, v.lo, v.hi, f"the device operation {name!r} on {dev}",
+                                  writes=v.mode != "r")
         # reads first, with the write flag where the same operand is written (in place)
         for v in arrays:
             if v.mode != "w":
