@@ -373,16 +373,9 @@ class HostPtrArray:
     def __bytes__(self) -> bytes:
         """The elements' bytes in C order, as ``bytes(a)`` of a numpy array gives them
         (``x.tobytes()``; a read: acquires what a kernel wrote).  Without this, Python
-        before 3.12 would build ``bytes(x)`` from the elements one by one."""
+        would build ``bytes(x)`` from the elements one by one (a HostPtrArray has no
+        buffer protocol: see docs/interop.md)."""
         return self._host().tobytes()
-
-    def __buffer__(self, flags: int, /) -> memoryview:
-        """Python's buffer protocol (PEP 688, used from Python 3.12): a ``memoryview`` of
-        numpy's view of the data, an escape as ``np.asarray(x)`` is (see the coherence
-        model).  Before 3.12 a class written in Python can't offer it: pass
-        ``np.asarray(x)`` to code that needs a buffer."""
-        view: Any = _interop.array(self, None, None)  # (numpy's stubs: a Buffer from 3.12)
-        return memoryview(view)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)

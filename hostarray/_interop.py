@@ -947,6 +947,7 @@ def _method(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     method.__doc__ = (f"numpy's ``ndarray.{name}``; array results are HostPtrArrays on the "
                       f"same device.{_examples(name)}")
     method.__module__ = HostPtrArray.__module__  # its doctest runs with the class's
+    method._ndarray_method = True  # type: ignore[attr-defined]  # (docs/_ext: its entry)
     return method
 
 

@@ -492,7 +492,10 @@ def test_setitem_overlapping_self_assignment(dev: ha.Device, case: str) -> None:
     x = device_newest(a, dev)
     ha.reset_stats()
     exec(case, {"x": x})
-    expect_device(dev)
+    if case == "x[...] = x":  # the very same elements: nothing to write, as in numpy
+        assert ha.stats().launches == ha.stats().acquires == ha.stats().publishes == 0
+    else:
+        expect_device(dev)
     ref = a.copy()
     exec(case, {"x": ref})
     same(x, ref)

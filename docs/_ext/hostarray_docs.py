@@ -435,8 +435,8 @@ def ndarray_entries() -> list[tuple[str, str, str | None, str]]:
 
     out: list[tuple[str, str, str | None, str]] = []
     for name in _interop._METHODS:
-        if name in ha.HostPtrArray.__dict__ and getattr(
-                ha.HostPtrArray.__dict__[name], "__module__", "") != _interop.__name__:
+        if name in ha.HostPtrArray.__dict__ and not getattr(
+                ha.HostPtrArray.__dict__[name], "_ndarray_method", False):
             continue  # the class defines it itself (autodoc documents it)
         sig, text = _NDARRAY_NOTES.get(name, ("(*args, **kwargs)", _GENERIC.format(name)))
         out.append(("method", name, sig, text))
@@ -473,9 +473,14 @@ class OperatorReference(_ReSTEntries):
 class NdarrayMethodsReference(_ReSTEntries):
     def lines(self) -> list[str]:
         out: list[str] = []
+        from hostarray import _interop
+
         for kind, name, sig, text in ndarray_entries():
             head = f".. py:{kind}:: HostPtrArray.{name}{sig or ''}"
-            out += [head, "", f"   {text}", ""]
+            out += [head, "", f"   {text}", "", "   >>> import hostarray as ha"]
+            for src, result in _interop._EXAMPLES[name]:
+                out += [f"   >>> {src}", f"   {result}"]
+            out.append("")
         return out
 
 
