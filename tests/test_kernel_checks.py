@@ -708,12 +708,14 @@ def test_device_compute_after_install_uses_the_new_memory(cl_device: ha.Device) 
         prg.t(n, x)  # device-newest: an operation may run on the device
         y = x + 1.0  # (off a shared link the span of x, offset 0, is now known)
         assert hostptr.free_buffer(x, cl_device)
-        other = ha.asarray(np.arange(2 * n, dtype=np.float32))
-        hostptr.install(x, cl_device, np.asarray(other)[64:64 + n])
-        prg.t(2 * n, other)  # the whole memory device-newest, the old span's bytes too
+        # the new memory starts one sub-buffer alignment unit in (H200: 512 bytes)
+        k = max(64, cl_device.alignment // 4)
+        other = ha.asarray(np.arange(k + n, dtype=np.float32))
+        hostptr.install(x, cl_device, np.asarray(other)[k:k + n])
+        prg.t(k + n, other)  # the whole memory device-newest, the old span's bytes too
         y = x * 2.0
         np.testing.assert_array_equal(np.asarray(y),
-                                      2 * np.arange(64, 64 + n, dtype=np.float32))
+                                      2 * np.arange(k, k + n, dtype=np.float32))
     finally:
         ha.set_device_compute_threshold(old)
 
