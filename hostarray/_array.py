@@ -506,7 +506,12 @@ class HostPtrArray:
                 r = self._a[(*key, ...) if t is tuple else (key, ...)]
             return _new(r, self._s, self._device)
         key = _numpy_key(key)
-        r = self._host()[key]
+        cover = _advanced_cover(self._a, key) if self._s.host_stale else None
+        if cover is not None:  # only the bytes around the elements read (one run)
+            self._s.sync_for_host_read(cover)
+            r = self._a[key]
+        else:
+            r = self._host()[key]
         if isinstance(r, np.ndarray) and r.base is not None and np.may_share_memory(r, self._a):
             return _view(self, r)
         return wrap(np.asarray(r), self._device)
@@ -516,6 +521,11 @@ class HostPtrArray:
             raise ValueError("this array is read-only (a broadcast or diagonal view, or read-only "
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
+        t = type(key)
+        if t not in _BASIC and (t in _INTEGER_KEYS or t is tuple or t is np.ndarray):
+            # numpy integers and 0-d integer arrays are integer indices: a basic key, whose
+            # write touches (and acquires) only its element
+            key = _int_key(key)
         key = _numpy_key(key)
         if type(value) is HostPtrArray and value._s is self._s and _is_view(
                 _basic_target(self._a, key), value._a):
@@ -556,7 +566,11 @@ class HostPtrArray:
         # without the lock, so the fallback must be right whatever happens before the
         # write starts: all of x, acquired first where stale (never skipped).
         target = None if s.host_exclusive else _basic_target(a, key)
-        if target is None:  # advanced indexing or host-only data: all of x, not all written
+        if target is None and not s.host_exclusive:
+            # advanced indexing: the bytes around the elements written, not all written
+            target = _advanced_cover(a, key)
+            whole = False
+        if target is None:  # other advanced keys or host-only data: all of x, not all written
             whole, target = False, a
         with locked((s, value._s)) if isinstance(value, HostPtrArray) else s.lock:
             v = value._host() if isinstance(value, HostPtrArray) else value
@@ -692,12 +706,56 @@ _INTEGER_KEYS = frozenset([np.dtype(c).type for c in "bBhHiIlLqQ"] + [HostPtrArr
 
 
 def _int_key(key: Any) -> Any:
-    """``key`` with numpy integer scalars and 0-d integer HostPtrArrays made ints."""
+    """``key`` with numpy integer scalars and 0-d integer arrays (HostPtrArrays and numpy's)
+    made ints."""
     def one(k: Any) -> Any:
-        if type(k) is HostPtrArray:
+        t = type(k)
+        if t is HostPtrArray:
             return operator.index(k) if k._a.ndim == 0 and k._a.dtype.kind in "iu" else k
-        return int(k) if type(k) in _INTEGER_KEYS else k
+        if t is np.ndarray:
+            return int(k) if k.ndim == 0 and k.dtype.kind in "iu" else k
+        return int(k) if t in _INTEGER_KEYS else k
     return tuple(one(k) for k in key) if type(key) is tuple else one(key)
+
+
+def _advanced_cover(a: np.ndarray, key: Any) -> np.ndarray | None:
+    """A view of ``a`` whose bytes cover every element ``a[key]`` reads or writes, for
+    the advanced keys whose cover is cheap to find: integer indices along the first axis
+    (a list of ints, an integer array) and a boolean mask of the first axis or of all of
+    ``a`` (C-contiguous); ``None`` for any other key (then all of ``a``).  The cover runs
+    from the first element touched to the last: the bytes between are acquired too."""
+    if a.ndim == 0:
+        return None
+    if type(key) is list:
+        if not key or not all(type(k) is int for k in key):
+            return None
+        try:
+            key = np.asarray(key, dtype=np.intp)
+        except OverflowError:
+            return None  # numpy raises its IndexError on the whole-array path
+    elif type(key) is not np.ndarray:
+        return None
+    n = a.shape[0]
+    kind = key.dtype.kind
+    if kind == "b":
+        if key.ndim == 1 and key.shape[0] == n:
+            rows = np.flatnonzero(key)
+            return a[rows[0]:rows[-1] + 1] if rows.size else a[0:0]
+        if key.shape == a.shape and a.flags.c_contiguous:
+            flat = np.flatnonzero(key)
+            return a.reshape(-1)[flat[0]:flat[-1] + 1] if flat.size else a[0:0]
+        return None
+    if kind not in "iu":
+        return None
+    if key.size == 0:
+        return a[0:0]
+    lo, hi = int(key.min()), int(key.max())
+    if lo < -n or hi >= n:
+        return None  # out of bounds: numpy raises, on the whole-array path
+    if lo < 0:  # negative indices count from the end
+        wrapped = np.where(key < 0, key + n, key)
+        lo, hi = int(wrapped.min()), int(wrapped.max())
+    return a[lo:hi + 1]
 
 
 def _host_values(v: Any) -> Any:

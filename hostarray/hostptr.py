@@ -448,9 +448,10 @@ def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _Raw
     block's bytes there, :func:`publish_host_writes` included).  If :func:`free_buffer`
     lets go of the buffer meanwhile, the raw code's bytes are in that buffer alone until
     the block ends: accesses from its device raise ``InUse`` too.  Reads are allowed
-    everywhere; an operation placed on the host reads the host's bytes.  Another array
-    over memory that only partly overlaps ``x``'s (adopted separately, see
-    :doc:`/coherence`) is not checked against the block.
+    everywhere; an operation placed on the host reads the host's bytes.  Not checked
+    against the block (hostarray can't see them): writes through a raw numpy view
+    (``np.asarray(x)``) and through another array over memory that only partly overlaps
+    ``x``'s (adopted separately, see :doc:`/coherence`).
 
     If the block raises, the work it enqueued is waited for.  Where the buffer
     held the newest bytes of ``x`` on entry (``"r"``, ``"rw"``), what it wrote

@@ -1,0 +1,137 @@
+"""Reads and writes through numpy-integer, integer-array and mask keys move only the bytes
+around the elements they touch (DESIGN.md, "The coherence contract": per byte range).
+
+Each case makes an array device-newest with a kernel, reads or writes it through a key,
+and checks the values against numpy and the bytes moved (``ha.stats()``) against the span
+from the first element touched to the last.  On a shared link nothing moves; run it again
+with ``HOSTARRAY_LINK=copied``, where a missing acquire is a wrong value.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hostarray as ha
+
+pytestmark = pytest.mark.device
+
+N = 4096  # float32 elements
+SETTINGS = settings(max_examples=400 if os.environ.get("HOSTARRAY_THOROUGH") == "1" else 40,
+                    deadline=None, database=None)
+SRC = "__kernel void add(__global float *x, const float a) { x[get_global_id(0)] += a; }"
+
+
+@pytest.fixture(scope="module")
+def prg(cl_device: ha.Device) -> ha.Program:
+    return ha.Program(SRC, device=cl_device)
+
+
+def device_newest(prg: ha.Program, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
+    m = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = ha.asarray(m, device=prg.device, copy=True)
+    prg.add(m.size, x, 1.0)
+    ha.reset_stats()
+    return x, m + 1
+
+
+def moved_bytes() -> tuple[int, int]:
+    s = ha.stats()
+    ha.reset_stats()
+    return s.bytes_acquired, s.bytes_published
+
+
+def span_bytes(m: np.ndarray, key: Any) -> int:
+    """Bytes from the first element ``m[key]`` touches to the last (0 if none)."""
+    marks = np.zeros(m.shape, bool)
+    marks[key] = True
+    flat = np.flatnonzero(marks.reshape(-1))
+    return int(flat[-1] - flat[0] + 1) * m.itemsize if flat.size else 0
+
+
+KEYS = st.one_of(
+    st.lists(st.integers(-N, N - 1), min_size=1, max_size=8),          # a list of ints
+    st.lists(st.integers(-N, N - 1), max_size=8).map(                  # an integer array
+        lambda v: np.asarray(v, dtype=np.int64)),
+    st.sets(st.integers(0, N - 1), max_size=8).map(                    # a mask
+        lambda s: np.isin(np.arange(N), list(s))),
+)
+
+
+@given(key=KEYS)
+@SETTINGS
+def test_an_advanced_read_acquires_only_around_its_elements(prg, cl_device, key) -> None:
+    x, m = device_newest(prg, (N,))
+    np.testing.assert_array_equal(np.asarray(x[key]), m[key])
+    if cl_device.link != "shared":
+        assert moved_bytes()[0] <= span_bytes(m, key)
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)  # nothing else changed
+
+
+@given(key=KEYS, value=st.floats(-5, 5, width=32))
+@SETTINGS
+def test_an_advanced_write_moves_only_around_its_elements(prg, cl_device, key, value) -> None:
+    x, m = device_newest(prg, (N,))
+    x[key] = value
+    m[key] = value
+    acquired, _ = moved_bytes()
+    prg.add(N, x, 1.0)  # the device lacks only the bytes the write covered
+    m += 1
+    _, published = moved_bytes()
+    if cl_device.link != "shared":
+        span = span_bytes(m, key)
+        assert acquired <= span and published <= span
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+@pytest.mark.parametrize("key", [np.int64(5), np.intp(-3), np.uint8(7), np.array(9),
+                                 (np.int64(2),), ha.asarray(np.int32(4))],
+                         ids=["int64", "intp negative", "uint8", "0-d array", "tuple",
+                              "0-d HostPtrArray"])
+def test_a_numpy_integer_key_writes_one_element(prg, cl_device, key) -> None:
+    # x[np.int64(5)] = v acquired and published the whole array (x[5] = v: one element)
+    x, m = device_newest(prg, (N,))
+    k = key if not isinstance(key, ha.HostPtrArray) else int(key)
+    ha.reset_stats()
+    x[key] = -1.0
+    m[k] = -1.0
+    acquired, _ = moved_bytes()
+    prg.add(N, x, 1.0)
+    m += 1
+    _, published = moved_bytes()
+    assert acquired == 0  # the element is overwritten: nothing to acquire
+    if cl_device.link != "shared":
+        assert published == m.itemsize
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+    with ha.transfer_guard("disallow"):  # an element's overwrite moves nothing
+        x[key] = 3.0
+
+
+def test_rows_by_index_and_mask_of_a_2d_array(prg, cl_device) -> None:
+    x, m = device_newest(prg, (64, 64))
+    rows = m.shape[1] * m.itemsize
+    for key in ([3, 5], np.array([-1, -2]), np.arange(64) % 7 == 3):
+        np.testing.assert_array_equal(np.asarray(x[key]), m[key])
+        x[key] = 0.5
+        m[key] = 0.5
+        acquired, _ = moved_bytes()
+        if cl_device.link != "shared":
+            assert 0 < acquired <= span_bytes(m, key) and acquired % rows == 0
+    mask = (m % 5) == 1  # a mask of every element: the span from the first to the last
+    np.testing.assert_array_equal(np.asarray(x[mask]), m[mask])
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+def test_out_of_bounds_keys_raise_numpys_error(prg) -> None:
+    x, m = device_newest(prg, (N,))
+    for key in ([N], np.array([-N - 1]), [2**70]):
+        with pytest.raises(IndexError):
+            x[key]
+        with pytest.raises(IndexError):
+            x[key] = 1.0
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
