@@ -19,6 +19,20 @@ from .._stats import COUNTERS
 from .._storage import PAGE_SIZE, address_of, aligned_empty
 from ..errors import BuildFailed, Refusal, Refused
 
+# pyopencl's own read and write of a buffer, under enqueue_copy's dispatch on argument types
+# (which costs 3.6 us of Python per call on the development machine, more than the read of a
+# small result itself); enqueue_copy where a pyopencl version lacks them
+_read_buffer: Any = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
+_write_buffer: Any = getattr(getattr(cl, "_cl", None), "_enqueue_write_buffer", None)
+if _read_buffer is None or _write_buffer is None:
+    def _read_buffer(q: Any, buf: Any, host: Any, offset: int, wait_for: Any,
+                     blocking: bool) -> Any:
+        return cl.enqueue_copy(q, host, buf, src_offset=offset, is_blocking=blocking)
+
+    def _write_buffer(q: Any, buf: Any, host: Any, offset: int, wait_for: Any,
+                      blocking: bool) -> Any:
+        return cl.enqueue_copy(q, buf, host, dst_offset=offset, is_blocking=blocking)
+
 __all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program", "forced_link",
            "sub_range"]
 
@@ -343,8 +357,8 @@ class OpenCLBuffer:
         hi = self.nbytes if hi is None else hi
         q = self.runtime.queue
         if self.link == "copied":
-            ev = self.runtime.last_event = cl.enqueue_copy(
-                q, self.buf, self.host[lo:hi], dst_offset=lo, is_blocking=False)
+            ev = self.runtime.last_event = _write_buffer(q, self.buf, self.host[lo:hi], lo,
+                                                         None, False)
             return ev, hi - lo
         # Invalidate: the device's old contents of the range are dead, never read them back.
         # Not blocking: nothing reads or writes through the mapping (the host's bytes are
@@ -368,7 +382,7 @@ class OpenCLBuffer:
             # call instead of a map and an unmap, and never slower (H200: 13.6 against 23.7
             # us for 4 bytes, 51.9 against 50.1 GB/s at 16 MiB, 54.8 against 54.7 at 256
             # MiB; benchmarks/probe_small_acquire.py)
-            cl.enqueue_copy(q, self.host[lo:hi], self.buf, src_offset=lo, is_blocking=True)
+            _read_buffer(q, self.buf, self.host[lo:hi], lo, None, True)
             return hi - lo
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, lo, (hi - lo,),
                                           _U8, is_blocking=True)
