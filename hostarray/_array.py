@@ -224,7 +224,8 @@ class HostPtrArray:
         Internal: the view must not outlive the operation (it is not an escape)."""
         s = self._s
         if s.host_stale:
-            s.sync_for_host_read(self._a)
+            _, lo, hi = self._bytes()  # (the span, cached: no pass over the view's strides)
+            s.sync_range_for_host_read(lo, hi)
         return self._a
 
     def _writing(self, whole: bool = False) -> HostWrite:

@@ -222,6 +222,10 @@ class Coherence:
     def plan_host_read(self, lo: int, hi: int) -> list[Run]:
         """Ranges of ``[lo, hi)`` to acquire (and from which device) before the host
         reads them.  In-flight launches that only read need no wait."""
+        if len(self._valid) == 1:  # one state over all the bytes (the common case)
+            v = self._valid[0]
+            lo, hi = self._clip(lo, hi)
+            return [] if HOST in v or lo >= hi else [(lo, hi, self._source(v))]
         return self._runs([(a, b, self._source(v)) for a, b, v in self._segments(lo, hi)
                            if HOST not in v])
 
@@ -243,6 +247,27 @@ class Coherence:
 
     def acquired(self, key: Hashable, lo: int, hi: int) -> None:
         """The host now holds ``key``'s bytes ``[lo, hi)``; ``key``'s launches are done."""
+        valid = self._valid
+        if len(valid) == 1:  # one state over all the bytes (the common case): cut directly
+            lo, hi = self._clip(lo, hi)
+            v = valid[0]
+            if lo < hi:
+                if key not in v:
+                    raise AssertionError("coherence: acquire from a device not holding the "
+                                         "newest data")
+                if HOST not in v:  # (else nothing changes: equal neighbours stay merged)
+                    starts, parts = ([0], [v]) if lo > 0 else ([], [])
+                    starts.append(lo)
+                    parts.append(v | _HOST_ONLY)
+                    if hi < self.size:
+                        starts.append(hi)
+                        parts.append(v)
+                    self._starts[:] = starts
+                    valid[:] = parts
+            if self.inflight:
+                self.inflight = [f for f in self.inflight if f[1] != key]
+            self._refresh()
+            return
         if any(key not in v for _, _, v in self._segments(lo, hi)):
             raise AssertionError("coherence: acquire from a device not holding the newest data")
         self._set(lo, hi, lambda v: v | _HOST_ONLY)

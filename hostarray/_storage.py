@@ -382,12 +382,16 @@ class Storage:
     def sync_for_host_read(self, view: np.ndarray | None = None) -> None:
         """Make the host current for the bytes ``view`` covers (all for ``None``):
         acquire the stale ranges among them, and nothing else."""
+        self.sync_range_for_host_read(*self.byte_range(view))
+
+    def sync_range_for_host_read(self, lo: int, hi: int) -> None:
+        """:meth:`sync_for_host_read` of the bytes ``[lo, hi)`` of the allocation."""
         with self.lock:
             if self.unreported:
                 self._report_pending()
             coh = self.coh
             if coh is not None and coh.host_stale:
-                runs = coh.plan_host_read(*self.byte_range(view))
+                runs = coh.plan_host_read(lo, hi)
                 if runs:
                     self._acquire(runs)
                     self._mirror()
