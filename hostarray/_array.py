@@ -493,7 +493,7 @@ class HostPtrArray:
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
         basic = t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key))
-        if not basic and (t in _INTEGER_KEYS or t is tuple):
+        if not basic and (t in _INTEGER_KEYS or t is tuple or hasattr(t, "__index__")):
             # numpy integers and 0-d integer arrays are integer indices: basic indexing
             key = _int_key(key)
             t = type(key)
@@ -523,7 +523,7 @@ class HostPtrArray:
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
         t = type(key)
-        if t not in _BASIC and (t in _INTEGER_KEYS or t is tuple or t is np.ndarray):
+        if t not in _BASIC and (t in _INTEGER_KEYS or t is tuple or hasattr(t, "__index__")):
             # numpy integers and 0-d integer arrays are integer indices: a basic key, whose
             # write touches (and acquires) only its element
             key = _int_key(key)
@@ -707,15 +707,26 @@ _INTEGER_KEYS = frozenset([np.dtype(c).type for c in "bBhHiIlLqQ"] + [HostPtrArr
 
 
 def _int_key(key: Any) -> Any:
-    """``key`` with numpy integer scalars and 0-d integer arrays (HostPtrArrays and numpy's)
-    made ints."""
+    """``key`` with numpy integer scalars, 0-d integer arrays (HostPtrArrays and numpy's)
+    and other objects with ``__index__`` made ints, as numpy takes them: their
+    ``__index__`` runs here, before anything is acquired or written (it might use the
+    array itself)."""
     def one(k: Any) -> Any:
         t = type(k)
         if t is HostPtrArray:
             return operator.index(k) if k._a.ndim == 0 and k._a.dtype.kind in "iu" else k
         if t is np.ndarray:
             return int(k) if k.ndim == 0 and k.dtype.kind in "iu" else k
-        return int(k) if t in _INTEGER_KEYS else k
+        if t in _INTEGER_KEYS:
+            return int(k)
+        if t in _BASIC or t is bool or t is np.bool_ or t is list or t is str:
+            return k  # (a bool is a mask to numpy, not an integer)
+        if hasattr(t, "__index__"):
+            try:
+                return operator.index(k)
+            except (TypeError, ValueError):  # another library's array of several elements
+                return k
+        return k
     return tuple(one(k) for k in key) if type(key) is tuple else one(key)
 
 

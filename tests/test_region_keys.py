@@ -135,3 +135,42 @@ def test_out_of_bounds_keys_raise_numpys_error(prg) -> None:
         with pytest.raises(IndexError):
             x[key] = 1.0
     np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+def test_an_index_object_runs_before_anything_moves(prg, cl_device) -> None:
+    # numpy called the key's __index__ inside the write (after the acquire): a kernel it
+    # launched on the same array lost its writes, or the write its own (copied link)
+    x = ha.asarray(np.zeros(256, np.float32), device=cl_device, copy=True)
+
+    class Launching:
+        def __index__(self) -> int:
+            prg.add(256, x, 1.0)
+            return 2
+
+    x[Launching()] = 100.0  # the kernel first (numpy's order), then the write
+    m = np.ones(256, np.float32)
+    m[2] = 100.0
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+    assert float(x[Launching()]) == 101.0  # the read sees the kernel's +1
+    m += 1
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+def test_an_index_array_of_another_library_is_still_fancy(cl_device) -> None:
+    # objects with an __index__ that refuses several elements (arrays of other libraries)
+    class Indices:
+        def __init__(self, v: list[int]) -> None:
+            self.v = np.asarray(v)
+
+        def __index__(self) -> int:
+            raise TypeError("only one-element arrays are indices")
+
+        def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+            return self.v
+
+    m = np.arange(10.0)
+    x = ha.asarray(m, device=cl_device)
+    np.testing.assert_array_equal(np.asarray(x[Indices([1, 3])]), m[Indices([1, 3])])
+    x[Indices([0, 9])] = -1.0
+    m[[0, 9]] = -1.0
+    np.testing.assert_array_equal(np.asarray(x), m)
