@@ -493,7 +493,7 @@ class HostPtrArray:
     def __getitem__(self, key: Any, /) -> HostPtrArray:
         t = type(key)
         basic = t in _BASIC or (t is tuple and all(type(k) in _BASIC for k in key))
-        if not basic and (t in _INTEGER_KEYS or t is tuple or hasattr(t, "__index__")):
+        if not basic:
             # numpy integers and 0-d integer arrays are integer indices: basic indexing
             key = _int_key(key)
             t = type(key)
@@ -522,10 +522,10 @@ class HostPtrArray:
             raise ValueError("this array is read-only (a broadcast or diagonal view, or read-only "
                              "memory: np.frombuffer on bytes, a read-only numpy array); write "
                              "to a copy, ha.asarray(x, copy=True)")
-        t = type(key)
-        if t not in _BASIC and (t in _INTEGER_KEYS or t is tuple or hasattr(t, "__index__")):
+        if type(key) is not int:
             # numpy integers and 0-d integer arrays are integer indices: a basic key, whose
-            # write touches (and acquires) only its element
+            # write touches (and acquires) only its element; the key's own callbacks run
+            # now, once (numpy would run them inside the write, and at each use)
             key = _int_key(key)
         key = _numpy_key(key)
         if type(value) is HostPtrArray and value._s is self._s and _is_view(
@@ -708,24 +708,34 @@ _INTEGER_KEYS = frozenset([np.dtype(c).type for c in "bBhHiIlLqQ"] + [HostPtrArr
 
 def _int_key(key: Any) -> Any:
     """``key`` with numpy integer scalars, 0-d integer arrays (HostPtrArrays and numpy's)
-    and other objects with ``__index__`` made ints, as numpy takes them: their
-    ``__index__`` runs here, before anything is acquired or written (it might use the
+    and other objects with ``__index__`` made ints, slices of such objects made slices of
+    ints, and other objects with ``__array__`` made numpy arrays, as numpy takes them: their
+    callbacks run here, once, before anything is acquired or written (they might use the
     array itself)."""
     def one(k: Any) -> Any:
         t = type(k)
+        if t in _BASIC:
+            if t is slice and not all(type(p) is int or p is None
+                                      for p in (k.start, k.stop, k.step)):
+                # numpy would call each part's __index__ at every use of the key
+                return slice(*(None if p is None else operator.index(p)
+                               for p in (k.start, k.stop, k.step)))
+            return k
         if t is HostPtrArray:
             return operator.index(k) if k._a.ndim == 0 and k._a.dtype.kind in "iu" else k
         if t is np.ndarray:
             return int(k) if k.ndim == 0 and k.dtype.kind in "iu" else k
         if t in _INTEGER_KEYS:
             return int(k)
-        if t in _BASIC or t is bool or t is np.bool_ or t is list or t is str:
+        if t is bool or t is np.bool_ or t is list or t is str:
             return k  # (a bool is a mask to numpy, not an integer)
         if hasattr(t, "__index__"):
             try:
                 return operator.index(k)
             except (TypeError, ValueError):  # another library's array of several elements
-                return k
+                pass
+        if hasattr(t, "__array__"):
+            return one(np.asarray(k))  # converted once, here, as numpy would convert it
         return k
     return tuple(one(k) for k in key) if type(key) is tuple else one(key)
 
@@ -753,9 +763,13 @@ def _advanced_cover(a: np.ndarray, key: Any) -> np.ndarray | None:
         if key.ndim == 1 and key.shape[0] == n:
             rows = np.flatnonzero(key)
             return a[rows[0]:rows[-1] + 1] if rows.size else a[0:0]
-        if key.shape == a.shape and a.flags.c_contiguous:
-            flat = np.flatnonzero(key)
-            return a.reshape(-1)[flat[0]:flat[-1] + 1] if flat.size else a[0:0]
+        if key.shape == a.shape:
+            if a.flags.c_contiguous:
+                flat = np.flatnonzero(key)
+                return a.reshape(-1)[flat[0]:flat[-1] + 1] if flat.size else a[0:0]
+            # another view: the rows (first axis) from the first touched to the last
+            rows = np.flatnonzero(key.any(axis=tuple(range(1, key.ndim))))
+            return a[rows[0]:rows[-1] + 1] if rows.size else a[0:0]
         return None
     if kind not in "iu":
         return None
@@ -764,8 +778,9 @@ def _advanced_cover(a: np.ndarray, key: Any) -> np.ndarray | None:
     lo, hi = int(key.min()), int(key.max())
     if lo < -n or hi >= n:
         return None  # out of bounds: numpy raises, on the whole-array path
-    if lo < 0:  # negative indices count from the end
-        wrapped = np.where(key < 0, key + n, key)
+    if lo < 0:  # negative indices count from the end (in int64: int8 can't hold n)
+        k64 = key.astype(np.int64)
+        wrapped = np.where(k64 < 0, k64 + n, k64)
         lo, hi = int(wrapped.min()), int(wrapped.max())
     return a[lo:hi + 1]
 

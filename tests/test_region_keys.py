@@ -174,3 +174,57 @@ def test_an_index_array_of_another_library_is_still_fancy(cl_device) -> None:
     x[Indices([0, 9])] = -1.0
     m[[0, 9]] = -1.0
     np.testing.assert_array_equal(np.asarray(x), m)
+
+
+def test_key_callbacks_run_once_before_anything_moves(prg, cl_device) -> None:
+    # a key's __array__ ran inside the read or write (after the acquire: stale read, lost
+    # kernel writes), and a slice's __index__ ran twice in a write (the kernel twice)
+    calls = []
+    x = ha.asarray(np.zeros(64, np.float32), device=cl_device, copy=True)
+
+    class Key:
+        def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+            calls.append("array")
+            prg.add(64, x, 1000.0)
+            return np.array([40, 1])
+
+    class Step:
+        def __index__(self) -> int:
+            calls.append("index")
+            prg.add(64, x, 1.0)
+            return 2
+
+    assert np.asarray(x[Key()]).tolist() == [1000.0, 1000.0]
+    x[Key()] = 5.0
+    x[::Step()] = 7.0
+    m = np.full(64, 2000.0, np.float32)
+    m[[40, 1]] = 5.0
+    m += 1
+    m[::2] = 7.0
+    assert calls == ["array", "array", "index"]
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_negative_indices_in_a_narrow_dtype(prg, cl_device, dtype) -> None:
+    # the span's wrap of negative indices overflowed the key's own dtype (OverflowError)
+    x, m = device_newest(prg, (300,) if dtype == np.int8 else (40000,))
+    key = np.array([-1, 3], dtype)
+    np.testing.assert_array_equal(np.asarray(x[key]), m[key])
+    x[key] = 9.0
+    m[key] = 9.0
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
+
+
+def test_a_mask_over_a_strided_view_moves_its_rows_only(prg, cl_device) -> None:
+    x, m = device_newest(prg, (64, 16))
+    for view in (lambda a: a[::-1], lambda a: a[::2], lambda a: a[:, 1:]):
+        v, mv = view(x), view(m)
+        mask = np.zeros(mv.shape, bool)
+        mask[5, 3] = mask[6, 2] = True
+        np.testing.assert_array_equal(np.asarray(v[mask]), mv[mask])
+        if cl_device.link != "shared":
+            assert moved_bytes()[0] <= 2 * 64 * 2 * 4  # two rows of the view
+        v[mask] = -1.0
+        mv[mask] = -1.0
+    np.testing.assert_array_equal(np.asarray(x, copy=True), m)
