@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _device_helpers import device_newest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,12 +33,12 @@ def prg(cl_device: ha.Device) -> ha.Program:
     return ha.Program(SRC, device=cl_device)
 
 
-def device_newest(prg: ha.Program, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
+def newest(dev: ha.Device, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
+    """A float32 array of ``shape`` whose newest bytes a kernel wrote, and its model."""
     m = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
-    x = ha.asarray(m, device=prg.device, copy=True)
-    prg.add(m.size, x, 1.0)
+    x = device_newest(m, dev)
     ha.reset_stats()
-    return x, m + 1
+    return x, m
 
 
 def moved_bytes() -> tuple[int, int]:
@@ -65,8 +66,8 @@ KEYS = st.one_of(
 
 @given(key=KEYS)
 @SETTINGS
-def test_an_advanced_read_acquires_only_around_its_elements(prg, cl_device, key) -> None:
-    x, m = device_newest(prg, (N,))
+def test_an_advanced_read_acquires_only_around_its_elements(cl_device, key) -> None:
+    x, m = newest(cl_device, (N,))
     np.testing.assert_array_equal(np.asarray(x[key]), m[key])
     if cl_device.link != "shared":
         assert moved_bytes()[0] <= span_bytes(m, key)
@@ -76,7 +77,7 @@ def test_an_advanced_read_acquires_only_around_its_elements(prg, cl_device, key)
 @given(key=KEYS, value=st.floats(-5, 5, width=32))
 @SETTINGS
 def test_an_advanced_write_moves_only_around_its_elements(prg, cl_device, key, value) -> None:
-    x, m = device_newest(prg, (N,))
+    x, m = newest(cl_device, (N,))
     x[key] = value
     m[key] = value
     acquired, _ = moved_bytes()
@@ -95,7 +96,7 @@ def test_an_advanced_write_moves_only_around_its_elements(prg, cl_device, key, v
                               "0-d HostPtrArray"])
 def test_a_numpy_integer_key_writes_one_element(prg, cl_device, key) -> None:
     # x[np.int64(5)] = v acquired and published the whole array (x[5] = v: one element)
-    x, m = device_newest(prg, (N,))
+    x, m = newest(cl_device, (N,))
     k = key if not isinstance(key, ha.HostPtrArray) else int(key)
     ha.reset_stats()
     x[key] = -1.0
@@ -112,8 +113,8 @@ def test_a_numpy_integer_key_writes_one_element(prg, cl_device, key) -> None:
         x[key] = 3.0
 
 
-def test_rows_by_index_and_mask_of_a_2d_array(prg, cl_device) -> None:
-    x, m = device_newest(prg, (64, 64))
+def test_rows_by_index_and_mask_of_a_2d_array(cl_device) -> None:
+    x, m = newest(cl_device, (64, 64))
     rows = m.shape[1] * m.itemsize
     for key in ([3, 5], np.array([-1, -2]), np.arange(64) % 7 == 3):
         np.testing.assert_array_equal(np.asarray(x[key]), m[key])
@@ -127,8 +128,8 @@ def test_rows_by_index_and_mask_of_a_2d_array(prg, cl_device) -> None:
     np.testing.assert_array_equal(np.asarray(x, copy=True), m)
 
 
-def test_out_of_bounds_keys_raise_numpys_error(prg) -> None:
-    x, m = device_newest(prg, (N,))
+def test_out_of_bounds_keys_raise_numpys_error(cl_device) -> None:
+    x, m = newest(cl_device, (N,))
     for key in ([N], np.array([-N - 1]), [2**70]):
         with pytest.raises(IndexError):
             x[key]
@@ -206,9 +207,9 @@ def test_key_callbacks_run_once_before_anything_moves(prg, cl_device) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
-def test_negative_indices_in_a_narrow_dtype(prg, cl_device, dtype) -> None:
+def test_negative_indices_in_a_narrow_dtype(cl_device, dtype) -> None:
     # the span's wrap of negative indices overflowed the key's own dtype (OverflowError)
-    x, m = device_newest(prg, (300,) if dtype == np.int8 else (40000,))
+    x, m = newest(cl_device, (300,) if dtype == np.int8 else (40000,))
     key = np.array([-1, 3], dtype)
     np.testing.assert_array_equal(np.asarray(x[key]), m[key])
     x[key] = 9.0
@@ -216,8 +217,8 @@ def test_negative_indices_in_a_narrow_dtype(prg, cl_device, dtype) -> None:
     np.testing.assert_array_equal(np.asarray(x, copy=True), m)
 
 
-def test_a_mask_over_a_strided_view_moves_its_rows_only(prg, cl_device) -> None:
-    x, m = device_newest(prg, (64, 16))
+def test_a_mask_over_a_strided_view_moves_its_rows_only(cl_device) -> None:
+    x, m = newest(cl_device, (64, 16))
     for view in (lambda a: a[::-1], lambda a: a[::2], lambda a: a[:, 1:]):
         v, mv = view(x), view(m)
         mask = np.zeros(mv.shape, bool)
