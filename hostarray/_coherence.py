@@ -479,9 +479,7 @@ class Coherence:
         """Ranges of ``[lo, hi)`` to publish to ``key`` for ``publish_host_writes``: all of
         it but the bytes open raw blocks on ``key`` hold (the raw code's are the newest
         there)."""
-        parts = self._outside_own_raw_blocks(key, [(lo, hi, None)]) if self.raw_blocks \
-            else [(lo, hi, None)]
-        return [(a, b, key) for a, b, _ in parts]
+        return [(a, b, key) for a, b, _ in self._outside_own_raw_blocks(key, [(lo, hi, None)])]
 
     def hazards_for_device_write(self, key: Hashable, lo: int, hi: int) -> list[Any]:
         """Launches on *other* devices to wait for before a launch on ``key`` writes

@@ -577,7 +577,8 @@ class Storage:
     # -- explicit hostptr operations ---------------------------------------------------
     def publish_explicit(self, key: Hashable, view: np.ndarray | None = None) -> None:
         """Copy the newest data of the bytes ``view`` covers (all for ``None``) into
-        ``key``'s buffer now (always one publish).
+        ``key``'s buffer now (one publish, less the bytes an open raw block on ``key``
+        holds: its raw code's are the newest there).
 
         Device writes not read back yet are kept on every link: the host acquires
         them first (newest wins), then publishes."""

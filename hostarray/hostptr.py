@@ -263,7 +263,8 @@ def publish_host_writes(x: HostPtrArray, device: Device | str) -> None:
     Where ``x`` has a buffer on ``device``: one publish, of the bytes ``x`` covers (a
     view: only its part of the array).  Without a buffer there (:func:`attach` makes
     one), or for no bytes, it does nothing.  The newest data wins on every link: device
-    writes not read back yet are kept (the host acquires them first).  An explicit
+    writes not read back yet are kept (the host acquires them first), and so are the
+    bytes an open :func:`cl_buffer` block on ``device`` holds (not published).  An explicit
     transfer: the transfer guard (:func:`hostarray.transfer_guard`) always allows it and
     does not log it.
 
