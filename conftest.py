@@ -2,7 +2,7 @@
 
 * ``--thorough`` (or ``HOSTARRAY_THOROUGH=1``): the long modes: at least 10,000
   state-machine steps and lifetime cycles in ``tests/reliability``, more examples in
-  ``tests/test_state_machine.py``, 10x the hypothesis examples in ``array_api_tests``.
+  ``tests/coherence/test_state_machine.py``, 10x the hypothesis examples in ``array_api_tests``.
   The environment variable is folded into the option here, so every consumer reads
   ``config.getoption("thorough")`` or the ``thorough`` fixture.
 * ``HOSTARRAY_REQUIRE_DEVICE=1`` (CI): the session exits at once (status 3) when no
@@ -10,7 +10,7 @@
 * ``cl_device``: the first working OpenCL device (the suite's real device; no mocks).
 
 Only fixtures and hooks live in conftest files; helpers that tests import live in
-``_support`` modules (``tests/reliability/_support.py``); ``tests/test_plumbing.py``
+``_support`` modules (``tests/reliability/_support.py``); ``tests/tooling/test_plumbing.py``
 checks both rules.
 """
 

@@ -19,6 +19,7 @@ from hypothesis import reject
 
 import hostarray as ha
 from hostarray import HostPtrArray
+from hostarray._introspect import state
 
 HOST = ha.device("cpu")
 
@@ -67,9 +68,8 @@ def make_device_newest(x: HostPtrArray) -> HostPtrArray:
     if prog is None:
         prog = _touch[dev] = ha.Program(_TOUCH_SRC, device=dev)
     prog.touch((x.size * x.dtype.itemsize,), x)
-    s = x._s
-    lo, hi = s.byte_range(x._a)
-    assert s.host_stale and not s.coh.is_host_current(lo, hi), \
+    st = state(x)
+    assert st.host_stale and not st.host_current, \
         "the touch kernel did not leave the input device-newest"
     return x
 

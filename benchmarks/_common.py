@@ -3,7 +3,8 @@
 Every script measures through :mod:`hostarray.bench` (the same code as
 ``hostarray bench``), prints its tables (medians and ratios, each table followed
 by a legend) to stdout and progress to stderr, and with ``--json PATH`` also
-writes the raw numbers.  Sizes are read by :func:`hostarray.bench.parse_size`:
+writes the raw numbers (``--csv PATH``: the same as one long-form CSV, as
+``hostarray bench --csv`` writes).  Sizes are read by :func:`hostarray.bench.parse_size`:
 ``GB`` is 10**9 bytes, ``GiB`` 2**30.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from hostarray.bench import collect, format_tables, parse_size  # noqa: E402
+from hostarray.bench import collect, format_csv, format_tables, parse_size  # noqa: E402
 
 
 def _size(text: str) -> int:
@@ -28,7 +29,8 @@ def _size(text: str) -> int:
 
 
 def parser(description: str, default_max: str = "256MiB") -> argparse.ArgumentParser:
-    """The options every measuring script takes: --device, --max-size, --repeat, --json."""
+    """The options every measuring script takes: --device, --max-size, --repeat, --json,
+    --csv."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--device", default=None,
                    help="OpenCL device (default: HOSTARRAY_DEVICE, else the first one)")
@@ -38,16 +40,22 @@ def parser(description: str, default_max: str = "256MiB") -> argparse.ArgumentPa
                         f"allocation are skipped")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per median (default 5)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the numbers here")
+    p.add_argument("--csv", default=None, metavar="PATH",
+                   help="also write the numbers here, as one long-form CSV")
     return p
 
 
 def measure(args: argparse.Namespace, parts: tuple[str, ...], **kw: object) -> dict:
-    """Run ``parts`` with the options in ``args``; print the tables, write the JSON."""
+    """Run ``parts`` with the options in ``args``; print the tables, write the JSON and
+    CSV."""
     result = collect(args.device, args.max_size, args.repeat, parts=parts, **kw)
     print(format_tables(result))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=float)
+    if getattr(args, "csv", None):
+        with open(args.csv, "w", encoding="utf-8", newline="") as f:
+            f.write(format_csv(result))
     return result
 
 

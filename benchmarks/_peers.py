@@ -52,17 +52,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import hostarray as ha  # noqa: E402
-from hostarray.bench import (  # noqa: E402
-    _fits,
+from hostarray._bench_report import (  # noqa: E402
     _fmt_ratio,
     _fmt_t,
     _legend,
     _table,
     _wrap,
-    forced_link,
     format_size,
     parse_size,
 )
+from hostarray.bench import _fits, forced_link  # noqa: E402
 
 # One source for hostarray and pyopencl.array; CuPy's kernels below do the same arithmetic.
 SRC = r"""
@@ -305,7 +304,7 @@ def run_header(dev: ha.Device) -> dict[str, Any]:
     import pyopencl as cl
 
     return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
                    "platform": dev._cl_device.platform.name.strip(),
                    "driver": dev._cl_device.driver_version},

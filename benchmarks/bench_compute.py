@@ -62,8 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _peers import SRC, CupyLib, _progress, python_reference, run_header, x0  # noqa: E402
 
 import hostarray as ha  # noqa: E402
-from hostarray.bench import (  # noqa: E402
-    _fits,
+from hostarray._bench_report import (  # noqa: E402
     _fmt_ratio,
     _fmt_t,
     _legend,
@@ -72,6 +71,7 @@ from hostarray.bench import (  # noqa: E402
     format_size,
     parse_size,
 )
+from hostarray.bench import _fits  # noqa: E402
 
 MiB = 1 << 20
 SIZES = (MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB)

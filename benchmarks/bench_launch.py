@@ -55,16 +55,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _peers import _progress, python_reference, run_header  # noqa: E402
 
 import hostarray as ha  # noqa: E402
-from hostarray.bench import (  # noqa: E402
-    _fits,
+from hostarray._bench_report import (  # noqa: E402
     _fmt_t,
     _legend,
     _table,
     _wrap,
-    forced_link,
     format_size,
     parse_size,
 )
+from hostarray.bench import _fits, forced_link  # noqa: E402
 
 SRC = ("__kernel void affine(__global float *x) "
        "{ size_t i = get_global_id(0); x[i] = 2 * x[i] + 1; }")

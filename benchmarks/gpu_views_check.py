@@ -4,10 +4,10 @@ Runs, each in its own process (a driver crash ends that run only, and is reporte
 
 * ``tests/reliability/test_state_machine_scale.py::test_state_machine_at_scale`` (the state
   machine that crashed NVIDIA's driver 580 on the H200),
-* ``tests/test_view_subbuffers.py`` (the sub-buffer rule, hypothesis against numpy),
+* ``tests/coherence/test_view_subbuffers.py`` (the sub-buffer rule, hypothesis against numpy),
 
 once with the link hostarray detects (``HOSTARRAY_LINK=auto``: mapped on an H200) and once with
-``HOSTARRAY_LINK=copied``; then, unless ``--no-probes``, ``benchmarks/probe_views.py --all``
+``HOSTARRAY_LINK=copied``; then, unless ``--no-probes``, ``benchmarks/probes/probe_views.py --all``
 (the crash pattern in plain pyopencl, old rule vs new rule).  Writes ``views_check.json`` (one
 record per run: exit status or signal, seconds, pytest's counts, the tail of the output) and
 one ``.log`` per run to ``$OUT`` if set, else ``gpu_out/``; prints a summary.  Exits 0 when
@@ -30,7 +30,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = [
     ("state_machine", "tests/reliability/test_state_machine_scale.py::test_state_machine_at_scale"),
-    ("view_subbuffers", "tests/test_view_subbuffers.py"),
+    ("view_subbuffers", "tests/coherence/test_view_subbuffers.py"),
 ]
 LINKS = ("auto", "copied")
 T0 = time.perf_counter()
@@ -117,7 +117,7 @@ def main() -> int:
             save()
     left = args.budget - (time.perf_counter() - T0)
     if not args.no_probes and left > 30:
-        r = run("probe_views", [sys.executable, "benchmarks/probe_views.py", "--all",
+        r = run("probe_views", [sys.executable, "benchmarks/probes/probe_views.py", "--all",
                                 "--timeout", str(int(min(60, left / 12)))],
                 dict(env0, OUT=out), left, out)
         summary["probes"] = r

@@ -41,5 +41,6 @@ numpydoc_validation_checks: set[str] = set()
 html_theme = "furo"
 html_title = f"hostarray {release}"
 html_static_path = ["_static"]
+html_css_files = ["tables.css"]  # wide tables wrap and scroll within the page
 pygments_style = "sphinx"
 smartquotes = False  # keep "..." and quotes in messages exactly as the code prints them

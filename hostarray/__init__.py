@@ -9,6 +9,7 @@ and moves it only when the other side looks.
 from __future__ import annotations
 
 import math as _math
+import sys as _sys
 from typing import TYPE_CHECKING
 
 # The namespace: every name imported explicitly (no loops over modules), so that a type
@@ -21,6 +22,7 @@ from ._api.creation import (
     empty,
     empty_like,
     eye,
+    from_dlpack,
     full,
     full_like,
     linspace,
@@ -177,8 +179,8 @@ from ._api.utility import (
     diff,
 )
 from ._array import HostPtrArray
-from ._compute import device_compute_threshold, set_device_compute_threshold
 from ._compute.pool import clear_pool
+from ._config import show_config
 from ._dask import install as _install_dask
 from ._devices import Device, default_device, device, devices
 from ._dtypes import (
@@ -197,10 +199,11 @@ from ._dtypes import (
     uint64,
 )
 from ._guard import set_transfer_guard, transfer_guard
-from ._interop import from_dlpack
+from ._methods import ArrayMethods as _ArrayMethods  # noqa: F401 - the array's computing half
+from ._placement import device_compute_threshold, set_device_compute_threshold
 from ._stats import Stats, reset_stats, stats
+from ._version import __version__ as __version__  # one place (pyproject.toml keeps the same)
 
-__version__ = "0.1.0"
 __array_api_version__ = "2025.12"
 
 _install_dask()  # registers HostPtrArray with dask.array once that is imported
@@ -220,23 +223,42 @@ if TYPE_CHECKING:
 else:
     def __getattr__(name: str) -> object:  # kernels import pyopencl: load them on first use
         if name in ("Program", "Kernel", "Launch", "read", "write", "readwrite"):
-            from . import kernels
+            try:
+                from . import kernels
+            except ImportError as e:  # pyopencl does not import: a use says why, and the fix
+                return _without_opencl(name, e)
             return getattr(kernels, name)
         raise AttributeError(f"module 'hostarray' has no attribute {name!r}")
+
+    def _without_opencl(name: str, error: ImportError) -> type:
+        """A stand-in for the kernel API's ``name`` where pyopencl does not import: a class
+        (``isinstance`` answers ``False``) whose call raises :class:`DeviceUnavailable`
+        naming the import problem and its fix, as ``ha.device("opencl")`` does."""
+        from .backends._pyopencl import describe, record_import_error
+        from .errors import DeviceUnavailable
+
+        record_import_error(error)
+        why = describe(error)
+
+        def refuse(cls: type, *args: object, **kwargs: object) -> None:
+            raise DeviceUnavailable("opencl", f"hostarray.{name} needs OpenCL, but {why}")
+
+        return type(name, (), {"__new__": refuse, "__doc__": f"Unavailable: {why}.",
+                               "__module__": __name__})
 
     def __dir__() -> list[str]:  # tab completion shows the lazily loaded kernel API too
         return sorted(set(globals()) | {"Program", "Kernel", "Launch", "read", "write",
                                         "readwrite"})
 
 
-# the namespace, written once (tests/test_typing.py checks that a type checker sees it)
+# the namespace, written once (tests/array/test_typing.py checks that a type checker sees it)
 __all__ = [
     "HostPtrArray", "Device", "Stats", "Program", "Kernel", "Launch", "read", "write",
     "readwrite", "asarray", "empty", "zeros", "device", "devices", "default_device", "stats",
     "reset_stats", "transfer_guard", "set_transfer_guard", "device_compute_threshold",
-    "set_device_compute_threshold", "clear_pool", "errors", "hostptr", "bool", "int8",
-    "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
-    "complex64", "complex128", "from_dlpack",
+    "set_device_compute_threshold", "clear_pool", "show_config", "errors", "hostptr", "bool",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+    "float64", "complex64", "complex128", "from_dlpack",
     "__array_api_version__", "__array_namespace_info__", "e", "inf", "nan", "pi", "newaxis",
     "fft", "linalg", "arange", "empty_like", "eye", "full", "full_like", "linspace",
     "meshgrid", "ones", "ones_like", "tril", "triu", "zeros_like", "astype", "can_cast",
@@ -257,3 +279,9 @@ __all__ = [
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
     "all", "any", "diff",
 ]
+
+# the reference's Parameters / Returns sections, written once for the namespace (the
+# element-wise functions' from their table) in hostarray/_docstrings.py
+from . import _docstrings  # noqa: E402
+
+_docstrings.complete_namespace(_sys.modules[__name__])

@@ -1,7 +1,8 @@
+# Over 700 lines: every coherence rule lives here and only here (one readable statement).
 """Coherence state of one host allocation: which side holds the newest bytes of each range.
 
 Pure bookkeeping, no numpy and no OpenCL: this module can be read and tested alone
-(``tests/test_coherence_model.py`` checks it against a byte-level model).
+(``tests/coherence/test_coherence_model.py`` checks it against a byte-level model).
 
 The allocation's bytes ``[0, size)`` are cut into *segments*; each segment records the
 set of *sides* holding its newest bytes: :data:`HOST` and the keys of devices with a
@@ -15,7 +16,12 @@ Every rule of what must happen before an access lives here:
 * ``plan_*`` and ``hazards_*`` say what must happen (which ranges to acquire, from which
   device; which ranges to publish; which in-flight launches to wait for);
 * the past-tense methods (``acquired``, ``published``, ``host_written``,
-  ``device_written`` ...) record that it happened.
+  ``device_written`` ...) record that it happened;
+* the fast-path flags: ``host_stale`` (a host read must ask first) and
+  ``host_exclusive`` (a host write need not), kept by every method that changes the
+  state, on the state itself and on its *owner* (the storage, whose flags every host
+  access reads without the lock): no caller sets them.  Failed launches still to be
+  reported (``unreported``) send every host access of the owner down the slow path.
 
 The caller (:mod:`hostarray._storage`) performs the transfers and holds the lock.
 Device keys and launch tokens are opaque: any hashable for a key, any object for a token.
@@ -25,12 +31,13 @@ previously issued on that device (an in-order queue).
 
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["Coherence", "HOST", "Run"]
+__all__ = ["Coherence", "HOST", "Run", "ON_HOST_COMMIT"]
 
 
 class _Host:
@@ -50,10 +57,19 @@ Run = tuple[int, int, Hashable]
 _Flight = tuple[Any, Hashable, int, int]
 _HOST_ONLY = frozenset((HOST,))
 _COMPACT_AT = 8  # in-flight entries before the per-device compaction
+# Called with a number of bytes each time the host first touches memory of an allocation
+# whose host memory is committed lazily (Coherence.device_result's commit_grain): the bytes
+# newly committed, in whole grains.  hostarray._storage counts them in ha.stats().
+ON_HOST_COMMIT: list[Callable[[int], None]] = []
 
 
 class Coherence:
     """Validity per byte range, in-flight launches and escapes of one allocation.
+
+    ``owner``, if given, is an object with ``host_stale`` and ``host_exclusive``
+    attributes (weakly referenced): every method that changes the state sets them, to
+    :attr:`host_stale` and :attr:`host_exclusive`, or to ``True`` and ``False`` while
+    failed launches are still to be reported (:meth:`report_later`).
 
     Examples
     --------
@@ -68,9 +84,10 @@ class Coherence:
     """
 
     __slots__ = ("size", "_starts", "_valid", "devices", "inflight", "escapes",
-                 "deferred_ends", "host_stale", "host_exclusive", "raw_blocks", "raw_detached")
+                 "deferred_ends", "host_stale", "host_exclusive", "raw_blocks", "raw_detached",
+                 "unreported", "deferred", "_owner", "commit_grain", "committed")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, owner: Any = None) -> None:
         self.size = size
         # segment i is [_starts[i], _starts[i+1]) (the last ends at size); none if size 0
         self._starts: list[int] = [0] if size else []
@@ -86,8 +103,21 @@ class Coherence:
         # ends met while the lock was busy or this thread was inside an operation (a
         # finalizer): appended without a lock, applied by the storage later
         self.deferred_ends: deque[tuple[int, int]] = deque()
+        # failed launches met while another failure was raised: one is raised at each of
+        # the next host accesses (opaque tokens)
+        self.unreported: list[Any] = []
+        # launches recorded in ``inflight`` but not enqueued yet (see "Deferred launches")
+        self.deferred: list[Any] = []
+        # whether some byte's newest value is not on the host; whether the host holds every
+        # byte alone, nothing in flight, no raw block open (host writes need not ask)
         self.host_stale = False
         self.host_exclusive = True
+        self._owner: Any = None if owner is None else weakref.ref(owner)
+        # host memory committed lazily (see "host memory" below): 0 for memory the host
+        # already has, every state's but a device result's
+        self.commit_grain = 0
+        self.committed: list[tuple[int, int]] = []
+        self._show()
 
     # -- the interval map ------------------------------------------------------
     def _clip(self, lo: int, hi: int) -> tuple[int, int]:
@@ -168,30 +198,127 @@ class Coherence:
         raise AssertionError("coherence: no side holds the newest data")
 
     def _refresh(self) -> None:
+        """The fast-path flags again, from the map (after every change of the state)."""
         valid = self._valid
         self.host_stale = any(HOST not in v for v in valid)
         self.host_exclusive = (not self.host_stale and not self.inflight
                                and not self.raw_blocks
                                and all(v == _HOST_ONLY for v in valid))
+        self._show()
 
-    def validity(self) -> list[tuple[int, int, frozenset[Hashable]]]:
-        """``(lo, hi, sides holding the newest bytes)`` of every segment (for tests)."""
-        return self._segments(0, self.size)
+    def _show(self) -> None:
+        """Set the owner's flags (every change of the flags or of ``unreported`` ends
+        here): the host's fast paths test them without the lock."""
+        ref = self._owner
+        if ref is not None:
+            owner = ref()
+            if owner is not None:
+                if self.unreported:  # failures to report: every host access asks
+                    owner.host_stale, owner.host_exclusive = True, False
+                else:
+                    owner.host_stale, owner.host_exclusive = self.host_stale, self.host_exclusive
+
+    # -- failed launches ----------------------------------------------------------
+    def report_later(self, tokens: list[Any]) -> None:
+        """Failed launches to raise at the next host accesses, one at each (the host's
+        fast paths are closed until then)."""
+        if tokens:
+            self.unreported.extend(tokens)
+            self._show()
+
+    def take_unreported(self) -> list[Any]:
+        """The failed launches still to be reported, forgotten here (the fast paths open
+        again as the map allows)."""
+        tokens, self.unreported = self.unreported, []
+        self._show()
+        return tokens
+
+    def validity(self, lo: int = 0, hi: int | None = None
+                 ) -> list[tuple[int, int, frozenset[Hashable]]]:
+        """``(lo, hi, sides holding the newest bytes)`` of every segment, clipped to
+        ``[lo, hi)`` (default: all; for tests and :mod:`hostarray._introspect`)."""
+        return self._segments(lo, self.size if hi is None else hi)
 
     @classmethod
-    def device_result(cls, size: int, key: Hashable) -> Coherence:
+    def device_result(cls, size: int, key: Hashable, owner: Any = None,
+                      commit_grain: int = 0) -> Coherence:
         """The state of a new allocation that a launch on ``key`` is about to write (a
         result or temporary of the device compute path): ``key``'s buffer holds its
         newest bytes, the host none.  Its contents mean nothing before that launch, so
         nothing is published for it; the same as :meth:`add_device` then
-        :meth:`device_written` over every byte, without the launch's token."""
+        :meth:`device_written` over every byte, without the launch's token.
+
+        ``commit_grain`` > 0: the host memory is not committed yet, and is committed
+        ``commit_grain`` bytes (a page) at a time as the host first touches it (see
+        :meth:`host_touched`)."""
         c = cls(size)
         c.devices[key] = None
         if size:
             c._valid[0] = frozenset((key,))
         c.host_stale = bool(size)
         c.host_exclusive = False
+        if commit_grain < 0:
+            raise ValueError(f"commit_grain must be >= 0, got {commit_grain}")
+        c.commit_grain = commit_grain if size else 0
+        if owner is not None:
+            c._owner = weakref.ref(owner)
+            c._show()
         return c
+
+    # -- host memory not committed yet ---------------------------------------------------
+    #
+    # A device result's host memory may be address space only (an anonymous mapping the OS
+    # backs with pages on first touch): then nothing of it costs RAM until the host looks.
+    # The state knows which grains the host has touched, so the storage can give exactly
+    # those pages back when the memory is reused, and count what the host committed.  The
+    # rule: every byte the host holds the newest value of, or has written (or may have: a
+    # write that raised part-way), lies in a committed grain; the host's memory is touched
+    # only by an acquire into it (:meth:`acquired`), a host write (:meth:`host_written`,
+    # :meth:`host_write_failed`, :meth:`escape_begins`) or a buffer over the host memory
+    # itself (the storage calls :meth:`host_touched` for one).  Nothing else commits it.
+    def host_touched(self, lo: int, hi: int) -> None:
+        """The host's memory of ``[lo, hi)`` is touched (read into, written, or used by a
+        buffer over it): committed from now on, in whole :attr:`commit_grain` grains.
+        Calls :data:`ON_HOST_COMMIT` with the bytes newly committed, if any; the
+        tracking ends (``commit_grain`` 0) once every byte is committed."""
+        g = self.commit_grain
+        if not g:
+            return
+        lo, hi = self._clip(lo, hi)
+        if lo >= hi:
+            return
+        lo -= lo % g
+        hi = min(self.size, -(-hi // g) * g)
+        added = hi - lo
+        kept: list[tuple[int, int]] = []
+        new_lo, new_hi = lo, hi
+        for a, b in self.committed:  # disjoint and sorted: each overlap counted once
+            if b < lo or hi < a:
+                kept.append((a, b))
+                continue
+            added -= max(0, min(b, hi) - max(a, lo))
+            new_lo, new_hi = min(new_lo, a), max(new_hi, b)
+        kept.append((new_lo, new_hi))
+        kept.sort()
+        self.committed = kept
+        if kept == [(0, self.size)]:
+            self.commit_grain = 0  # all of it: nothing more to track
+            self.committed = []
+        if added:
+            for hook in ON_HOST_COMMIT:
+                hook(added)
+
+    def committed_ranges(self) -> list[tuple[int, int]]:
+        """The ranges ``[lo, hi)`` of the host memory committed (whole grains, sorted):
+        all of it unless the memory is committed lazily (:attr:`commit_grain`)."""
+        if not self.commit_grain:
+            return [(0, self.size)] if self.size else []
+        return list(self.committed)
+
+    @property
+    def committed_bytes(self) -> int:
+        """Bytes of the host memory committed (:meth:`committed_ranges`)."""
+        return sum(b - a for a, b in self.committed_ranges())
 
     # -- devices ----------------------------------------------------------------
     def add_device(self, key: Hashable) -> None:
@@ -247,6 +374,8 @@ class Coherence:
 
     def acquired(self, key: Hashable, lo: int, hi: int) -> None:
         """The host now holds ``key``'s bytes ``[lo, hi)``; ``key``'s launches are done."""
+        if self.commit_grain:
+            self.host_touched(lo, hi)
         valid = self._valid
         if len(valid) == 1:  # one state over all the bytes (the common case): cut directly
             lo, hi = self._clip(lo, hi)
@@ -286,6 +415,8 @@ class Coherence:
 
     def host_written(self, lo: int, hi: int) -> None:
         """The host wrote ``[lo, hi)`` (hazards waited for, stale bytes acquired)."""
+        if self.commit_grain:
+            self.host_touched(lo, hi)
         self.inflight = [f for f in self.inflight if not (f[2] < hi and lo < f[3])]
         self._set(lo, hi, lambda v: _HOST_ONLY)
         self._refresh()
@@ -297,6 +428,8 @@ class Coherence:
         becomes the newest there.  Where its acquire was skipped (a whole overwrite)
         the host's bytes were never current: the devices keep the newest data there.
         """
+        if self.commit_grain:
+            self.host_touched(lo, hi)  # numpy may have written any of it
         if skipped_acquire:
             self.host_may_have_written(lo, hi)
         else:
@@ -513,7 +646,9 @@ class Coherence:
         """A launch on ``key`` reads ``[lo, hi)`` (a write-after-read hazard)."""
         self._launched(token, key, lo, hi)
         # the map is unchanged (host_stale too); something is in flight: not exclusive
-        self.host_exclusive = False
+        if self.host_exclusive:
+            self.host_exclusive = False
+            self._show()
 
     def device_written(self, key: Hashable, lo: int, hi: int, token: Any) -> None:
         """A launch on ``key`` writes ``[lo, hi)``: ``key`` is the only side holding it."""
@@ -531,7 +666,9 @@ class Coherence:
                         inflight.append((token, key, lo, hi))
                         if len(inflight) > _COMPACT_AT:
                             self._compact()
-                        self.host_exclusive = False
+                        if self.host_exclusive:  # (never: the host lacks these bytes)
+                            self.host_exclusive = False
+                            self._show()
                         return
         only = frozenset((key,))
         self._set(lo, hi, lambda v: only)
@@ -550,14 +687,44 @@ class Coherence:
         waited for) collects one token per launch.  (A list searched by identity first: a
         device key's ``__hash__`` may be Python.)"""
         merged: list[_Flight] = []
+        deferred = self.deferred
         for t, k, a, b in self.inflight:
+            if deferred and any(t is d for d in deferred):
+                # enqueued later than it was recorded (or not yet): the queue's order does
+                # not put it before the tokens recorded after it, nor after those before
+                merged.append((t, k, a, b))
+                continue
             for j, m in enumerate(merged):
+                if any(m[0] is d for d in deferred):
+                    continue
                 if m[1] is k or m[1] == k:
                     merged[j] = (t, k, min(a, m[2]), max(b, m[3]))
                     break
             else:
                 merged.append((t, k, a, b))
         self.inflight = merged
+
+    # -- deferred launches ----------------------------------------------------------------
+    # A deferred launch (a pending expression of the device path) is recorded as reader and
+    # writer of its bytes like any launch (``device_read_launched``, ``device_written``), so
+    # that every rule above applies to it: a host write waits for it, a host read of what it
+    # writes acquires after it.  Its command is enqueued later, when something needs it
+    # (its token's ``wait()`` enqueues it first).  Two rules differ from an enqueued
+    # launch's, and the caller keeps them: before an acquire from a device, and before
+    # another command on that device's in-order queue that reads what a deferred launch
+    # writes (or writes what it uses), the deferred launches named here are enqueued
+    # first; and ``_compact`` never merges one (its place in the queue is not its place in
+    # ``inflight``).
+    def deferred_launch(self, token: Any) -> None:
+        """``token``, just recorded over some of these bytes, is not enqueued yet."""
+        self.deferred.append(token)
+
+    def forget_deferred(self, tokens: list[Any]) -> None:
+        """``tokens`` (deferred launches) are finished or will never run (nobody can see
+        what they write any more): forgotten, from ``inflight`` too."""
+        self.deferred = [d for d in self.deferred if all(d is not t for t in tokens)]
+        self.inflight = [f for f in self.inflight if all(f[0] is not t for t in tokens)]
+        self._refresh()
 
     def drop_launches(self, tokens: list[Any]) -> None:
         """Forget ``tokens`` (launches that failed: reported once, not waited for again)."""

@@ -11,7 +11,9 @@ applies, else the process default (:func:`set_transfer_guard`, first read from
 
 * ``"allow"``: transfers happen (the default);
 * ``"log"``: each implicit transfer is logged (logger ``hostarray.transfers``, level
-  WARNING, one record per transfer that ``ha.stats()`` counts) and happens;
+  WARNING, one record per transfer that ``ha.stats()`` counts) and happens; the records go
+  to the handlers (user code) once the storage's lock is released
+  (``_storage.after_unlock``), never in the middle of the planned transfers;
 * ``"disallow"``: an implicit transfer raises :class:`~hostarray.errors.TransferDisallowed`
   before it moves a byte or records anything.
 
@@ -33,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _storage
+from . import _settings, _storage
 from ._coherence import Run
 from .errors import TransferDisallowed
 
 __all__ = ["transfer_guard", "set_transfer_guard", "EXPLICIT", "LOGGER", "MODES", "ENV"]
 
-MODES = ("allow", "log", "disallow")
+MODES = _settings.TRANSFER_GUARD_MODES
 ENV = "HOSTARRAY_TRANSFER_GUARD"
 LOGGER = logging.getLogger("hostarray.transfers")
 
@@ -56,7 +58,7 @@ class _Thread(threading.local):
 _THREAD = _Thread()
 # the process default: HOSTARRAY_TRANSFER_GUARD (checked at the first transfer, as
 # HOSTARRAY_LINK is at the first device use), then set_transfer_guard
-_default = os.environ.get(ENV, "").strip().lower() or "allow"
+_default = _settings.transfer_guard(checked=False)
 
 
 def _check(mode: Any) -> str:
@@ -67,11 +69,10 @@ def _check(mode: Any) -> str:
 
 def check_environment() -> None:
     """Raise the ``ValueError`` an unknown ``HOSTARRAY_TRANSFER_GUARD`` gets at the first
-    transfer, now (the command line checks its environment before any work)."""
-    try:
-        _check(_default)
-    except ValueError:
-        raise ValueError(f"{ENV}={_default!r}: use one of 'allow', 'log', 'disallow'") from None
+    transfer, now, where the process default is still its value (the command line checks
+    every variable before any work: :func:`hostarray._settings.check`)."""
+    if _default not in MODES:
+        _settings.transfer_guard({ENV: _default})
 
 
 _INSTALL_LOCK = threading.Lock()
@@ -116,13 +117,15 @@ def transfer_guard(mode: str) -> AbstractContextManager[None]:
     ``with ha.transfer_guard(mode):`` this thread's implicit transfers are
 
     * ``"allow"``: made, silently (the default);
-    * ``"log"``: made, and each logged first: one ``WARNING`` record per transfer (one per
+    * ``"log"``: made, and each logged: one ``WARNING`` record per transfer (one per
       publish or acquire that :func:`hostarray.stats` counts) on the logger
       ``"hostarray.transfers"``, saying the direction, the bytes and their range, the device
       and its link, what needed it and the caller's file and line (the record's
       ``pathname``/``lineno`` are the caller's; its attributes ``direction``, ``nbytes``,
       ``byte_range``, ``device``, ``link`` and ``trigger`` carry the same as data).  Without
-      any logging configuration Python prints it on stderr;
+      any logging configuration Python prints it on stderr.  The handlers get the record
+      once the operation that made the transfer is complete (before it returns): a handler
+      may use the array itself, and what it writes is the newest data;
     * ``"disallow"``: refused: :class:`~hostarray.errors.TransferDisallowed` is raised
       before any byte moves, and nothing changes (the bytes, the coherence state,
       ``ha.stats()``), so the caller can make the transfer explicit and try again.
@@ -192,7 +195,7 @@ def transfer_guard(mode: str) -> AbstractContextManager[None]:
     >>> _ = prg.one(x.shape, ha.write(x))
     >>> with ha.transfer_guard("log"):
     ...     print(float(x[1]))
-    implicit acquire of 4 bytes [4, 8) from ... needed by HostPtrArray.__float__ at ...
+    implicit acquire of 4 bytes [4, 8) from ... needed by HostPtrArray.__getitem__ at ...
     1.0
     >>> log.removeHandler(handler)
     """
@@ -333,7 +336,9 @@ def _before_transfer(storage: _storage.Storage, direction: str, runs: list[Run],
             None, caller.f_code.co_name if caller is not None else None,
             {"direction": direction, "nbytes": hi - lo, "byte_range": (lo, hi),
              "device": key, "link": link, "trigger": trigger, "call_site": site})
-        LOGGER.handle(record)
+        # the handlers are the user's code: they run once the transfer is made and the
+        # storage's lock released (a handler may read or write the array itself)
+        _storage.after_unlock(storage, LOGGER.handle, record)
 
 
 if _default != "allow":  # HOSTARRAY_TRANSFER_GUARD (an unknown value is refused at first use)

@@ -36,7 +36,9 @@ class Info:
         return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def default_device(self) -> Device:
-        """The device arrays are created on when no ``device`` is given."""
+        """The device arrays are created on when no ``device`` is given: that of the
+        innermost ``with ha.default_device(...):`` block of this thread, else
+        ``HOSTARRAY_DEVICE``'s, else the host (see :func:`hostarray.default_device`)."""
         return _default_device()
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, Any]:

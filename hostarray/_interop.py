@@ -1,63 +1,44 @@
-"""NumPy protocols, DLPack, pickling and Python conveniences for ``HostPtrArray``.
+"""numpy's protocols for ``HostPtrArray``: ``__array_ufunc__`` and ``__array_function__``.
 
-The methods on :class:`~hostarray.HostPtrArray` delegate here.  The rules:
+The array's computing methods (:mod:`hostarray._methods`) delegate here.  The rules:
 
 * numpy computes on the host views the coherence hooks hand out: inputs are
   read through ``x._host()`` (acquiring first when a device wrote last) and
   every array numpy may write (``out=``, ``dst``, in-place functions, ``ufunc.at``,
   ``x.sort()``, ``x.fill()``) in a host write transaction (``x._writing``),
   entered after the inputs were read under the written storages' locks; no raw
-  view escapes to the caller except through ``__array__`` and DLPack, which
-  register an escape.
+  view escapes to the caller (only ``__array__`` and DLPack export hand one out,
+  registering an escape: :mod:`hostarray._array`).
 * array results come back as ``HostPtrArray`` on the inputs' device (compute
-  follows data); results that are views of an input stay views of its
-  storage; numpy scalars stay numpy scalars, as numpy returns them.
-* two different OpenCL devices in one call raise ``ValueError``.
+  follows data: :func:`hostarray._placement.result_device`, which also raises
+  ``ValueError`` for two different OpenCL devices in one call); results that are
+  views of an input stay views of its storage; numpy scalars of numpy's own calls
+  stay numpy scalars, as numpy returns them.
+* a numpy function, ufunc, ``ufunc.reduce`` or ``ufunc.accumulate`` the namespace has
+  with the same meaning (``np.mean(x, axis=0)``, ``np.exp(x)``, ``np.add.reduce(x)``,
+  ``np.concatenate`` of HostPtrArrays ...; :mod:`hostarray._numpy_spelling` translates
+  numpy's arguments) is the namespace's call, computed where the namespace computes (on
+  the device holding the newest data); a full reduction is then a 0-d HostPtrArray.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._array import HostPtrArray, _view, adopt, aligned_copy, host_view, wrap
-from ._devices import HOST, Device
-from ._devices import device as _parse_device
+from . import _numpy_spelling as _spelling
+from ._api.sorting import argsort
+from ._api.sorting import sort as _sort
+from ._array import HostPtrArray, _view, wrap
+from ._devices import Device
+from ._placement import result_device
 from ._storage import HostWrite, Storage, aligned_empty, host_writes, locked
-from .errors import HostPtrError
 
-__all__ = ["from_dlpack", "install_ndarray_methods", "array", "array_ufunc", "array_function",
-           "dlpack", "dlpack_device", "reduce", "copy", "deepcopy", "iterate", "length",
-           "contains", "format_array", "result_device", "written_arguments"]
+__all__ = ["array_ufunc", "array_function", "written_arguments", "fill", "sort"]
 
-KDL_CPU = 1  # DLPack's device type for host memory
-
-# -- devices -----------------------------------------------------------------------------------
-
-def result_device(objs: Any) -> Device:
-    """The device results go to: the one non-host device among ``objs``' arrays (looking
-    into lists and tuples), else the host.
-
-    Raises ``ValueError`` when arrays on two different non-host devices meet.
-    """
-    dev = HOST
-    for o in objs:
-        if isinstance(o, HostPtrArray):
-            d = o._device
-        elif isinstance(o, (list, tuple)):
-            d = result_device(o)
-        else:
-            continue
-        if d.framework != "host" and d != dev:
-            if dev.framework != "host":
-                raise ValueError(f"arrays on two devices ({dev} and {d}) in one call; move "
-                                 f"one with x.to_device(...) first")
-            dev = d
-    return dev
-
+# -- results -----------------------------------------------------------------------------------
 
 def _wrap_result(r: Any, dev: Device, sources: list[HostPtrArray]) -> Any:
     """A numpy result as hostarray returns it: arrays wrapped (views of an input's storage
@@ -75,23 +56,6 @@ def _wrap_result(r: Any, dev: Device, sources: list[HostPtrArray]) -> Any:
     if isinstance(r, list):
         return [_wrap_result(v, dev, sources) for v in r]
     return r
-
-
-# -- __array__ ---------------------------------------------------------------------------------
-
-def array(x: HostPtrArray, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-    """``x.__array__``: the host data as numpy, per NumPy 2's ``copy`` rules.
-
-    Without a copy the returned view is an escape (it may be kept and written), so
-    handing it out waits for in-flight launches and acquires first."""
-    if dtype is not None and np.dtype(dtype) != x.dtype:
-        if copy is False:
-            raise ValueError(f"converting {x.dtype} to {np.dtype(dtype)} needs a copy; pass "
-                             f"copy=None or copy=True")
-        return x._host().astype(dtype)
-    if copy:
-        return x._host().copy()
-    return host_view(x)
 
 
 # -- reading arguments, and which of them numpy writes -----------------------------------------
@@ -443,7 +407,17 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
     for v in (*inputs, *out):
         if _foreign(v):
             return NotImplemented
-    dev = result_device((*inputs, *out))
+    if method == "__call__":
+        routed = _spelling.ufunc_call(ufunc, inputs, kwargs)
+    elif method == "reduce":
+        routed = _spelling.ufunc_reduce(ufunc, inputs, kwargs)
+    elif method == "accumulate":
+        routed = _spelling.ufunc_accumulate(ufunc, inputs, kwargs)
+    else:
+        routed = NotImplemented
+    if routed is not NotImplemented:  # the namespace's function: where it runs is its rule
+        return routed
+    dev = result_device(*inputs, *out)
     at = method == "at"
     if at:
         written = [inputs[0]] if isinstance(inputs[0], HostPtrArray) else []
@@ -506,42 +480,26 @@ def array_ufunc(x: HostPtrArray, ufunc: np.ufunc, method: str, *inputs: Any,
 
 # -- __array_function__ ------------------------------------------------------------------------
 
+_ROUTES: dict[Any, Callable[..., Any]] = {np.sort: _sort, np.argsort: argsort}
+
+
 def _namespace_route(func: Callable[..., Any], args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> Any:
-    """The hostarray namespace call equivalent to ``func(*args, **kwargs)``, or ``None``.
-
-    Only calls whose meaning is the same in numpy and in the standard are routed:
-    every array argument a HostPtrArray, no numpy-only keyword."""
-    import hostarray as ha
-
-    def ours(*vs: Any) -> bool:
-        return all(isinstance(v, HostPtrArray) for v in vs)
-
-    name: str | None = None
-    call_args: tuple[Any, ...] = ()
-    call_kwargs: dict[str, Any] = {}
-    if func is np.concatenate and len(args) == 1 and set(kwargs) <= {"axis"} \
-            and isinstance(args[0], (list, tuple)) and args[0] and ours(*args[0]):
-        name, call_args = "concat", (tuple(args[0]),)
-        call_kwargs = {"axis": kwargs.get("axis", 0)}
-    elif func is np.stack and len(args) == 1 and set(kwargs) <= {"axis"} \
-            and isinstance(args[0], (list, tuple)) and args[0] and ours(*args[0]):
-        name, call_args, call_kwargs = "stack", (tuple(args[0]),), dict(kwargs)
-    elif func is np.where and len(args) == 3 and not kwargs and ours(*args):
-        name, call_args = "where", args
-    elif func in (np.sort, np.argsort) and len(args) == 1 and set(kwargs) <= {"axis"} \
-            and ours(args[0]) and kwargs.get("axis", -1) is not None:
-        name, call_args, call_kwargs = func.__name__, args, dict(kwargs)
-    elif func is np.expand_dims and ours(args[0]) and len(args) + len(kwargs) == 2 \
-            and isinstance(args[1] if len(args) > 1 else kwargs.get("axis"), int):
-        name, call_args = "expand_dims", (args[0],)
-        call_kwargs = {"axis": args[1] if len(args) > 1 else kwargs["axis"]}
-    if name is None:
-        return None
-    target = getattr(ha, name, None)
-    if target is None:
-        return None
-    return target(*call_args, **call_kwargs)
+    """The hostarray namespace call equivalent to ``func(*args, **kwargs)``, or
+    :data:`NotImplemented`: numpy's spellings of the namespace's functions
+    (:mod:`hostarray._numpy_spelling`), and ``np.sort``/``np.argsort`` of one HostPtrArray
+    along an axis."""
+    routed = _spelling.function(func, args, kwargs)
+    if routed is not NotImplemented:
+        return routed
+    try:
+        target = _ROUTES.get(func)
+    except TypeError:  # an unhashable callable
+        return NotImplemented
+    if target is not None and len(args) == 1 and set(kwargs) <= {"axis"} \
+            and isinstance(args[0], HostPtrArray) and kwargs.get("axis", -1) is not None:
+        return target(*args, **kwargs)
+    return NotImplemented
 
 
 def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type, ...],
@@ -557,9 +515,9 @@ def array_function(x: HostPtrArray, func: Callable[..., Any], types: tuple[type,
         if not issubclass(tp, (HostPtrArray, np.ndarray)):
             return NotImplemented
     routed = _namespace_route(func, args, kwargs)
-    if routed is not None:
+    if routed is not NotImplemented:
         return routed
-    dev = result_device((*args, *kwargs.values()))
+    dev = result_device(*args, *kwargs.values())
     sources: list[HostPtrArray] = []
     try:
         spec = _SPECS[func]
@@ -619,206 +577,9 @@ def _put(hargs: list[Any], hkwargs: dict[str, Any], slot: Any, value: Any) -> No
         hkwargs[slot] = value
 
 
-# -- DLPack ------------------------------------------------------------------------------------
+# -- numpy's in-place ndarray methods -----------------------------------------------------------
 
-def dlpack_device(x: HostPtrArray) -> tuple[int, int]:
-    """``x.__dlpack_device__``: always host memory, ``(kDLCPU, 0)``."""
-    return (KDL_CPU, 0)
-
-
-def dlpack(x: HostPtrArray, *, stream: Any = None, max_version: tuple[int, int] | None = None,
-           dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-    """``x.__dlpack__``: export the host bytes (acquired first) as a DLPack capsule.
-
-    Without a copy the consumer holds a pointer into ``x``'s memory and may write through
-    it, so the export is an escape for as long as the consumer keeps it."""
-    if stream is not None:
-        raise BufferError("hostarray arrays live in host memory: DLPack stream must be None")
-    if dl_device is not None and tuple(dl_device) != (KDL_CPU, 0):
-        raise BufferError(f"hostarray exports host memory only (dl_device=({KDL_CPU}, 0)), "
-                          f"not {tuple(dl_device)}")
-    if copy:
-        src: np.ndarray = x._host()
-    else:
-        src = host_view(x)
-        if not x._a.flags.writeable:
-            src.flags.writeable = False
-    return src.__dlpack__(max_version=max_version, copy=copy)
-
-
-def from_dlpack(x: Any, /, *, device: Device | str | None = None,
-                copy: bool | None = None) -> HostPtrArray:
-    """An array over the data of any object with ``__dlpack__`` (numpy, PyTorch on CPU, ...).
-
-    The memory is adopted without a copy where it can be: always on the host,
-    and on an OpenCL device when it is one contiguous range whose address is a
-    multiple of ``max(device.host_alignment, itemsize)`` (the host alignment is
-    probed per device: 1 byte on PoCL, so any element-aligned memory).
-    Otherwise the data is copied into page-aligned storage (and ``copy=False``
-    raises ``BufferError``).  ``copy=True`` always copies, into page-aligned
-    storage.  Producers whose data is not in host memory raise ``BufferError``.
-
-    Memory that belongs to a ``HostPtrArray`` (a DLPack export of it, passed on
-    through other libraries) gives a view of that array: one memory range has
-    one coherence state.  Other adopted memory stays the producer's: while it
-    is held elsewhere, launches publish before and acquire after.
-
-    Parameters
-    ----------
-    x : object
-        An object implementing ``__dlpack__`` and ``__dlpack_device__``.
-    device : Device or str, optional
-        Where the result lives; ``None`` means the host (DLPack data here is
-        always host memory).
-    copy : bool, optional
-        ``True``: always copy; ``False``: never copy; ``None``: copy only if needed.
-
-    Returns
-    -------
-    HostPtrArray
-
-    Examples
-    --------
-    >>> import numpy as np, hostarray as ha
-    >>> a = np.arange(6.0).reshape(2, 3)
-    >>> x = ha.from_dlpack(a)
-    >>> np.shares_memory(np.asarray(x), a)
-    True
-    >>> ha.from_dlpack(a, copy=True)[0, 1]
-    HostPtrArray(1., dtype=float64)
-    """
-    if isinstance(x, HostPtrArray):  # device=None keeps x's device, as the standard says
-        dev = x._device if device is None else _parse_device(device)
-        if copy:
-            return wrap(aligned_copy(x._host()), dev)
-        if dev == x._device:
-            return x
-        if copy is False and dev.framework != "host" and not _shares_ok(x._s, dev):
-            raise BufferError(f"this array's memory can't be shared with {dev} without a copy")
-        return x.to_device(dev)
-    dev = HOST if device is None else _parse_device(device)
-    if not hasattr(x, "__dlpack__"):
-        # AttributeError: the standard's error for an object without __dlpack__
-        raise AttributeError(f"a {type(x).__name__} does not implement __dlpack__; convert it "
-                             f"with ha.asarray")
-    if dev.framework not in ("host", "opencl"):
-        raise BufferError(f"from_dlpack can place data on the host or an OpenCL device, "
-                          f"not {dev}")
-    try:
-        a = np.from_dlpack(x, copy=False if copy is False else None)
-    except ValueError as e:  # numpy's way of saying a copy is unavoidable
-        raise BufferError(str(e)) from None
-    if a.dtype.kind not in "biufc":
-        raise TypeError(f"hostarray holds bool and numeric data only, not {a.dtype}")
-    if copy:
-        return wrap(aligned_copy(a), dev)
-    from ._array import adopt
-    return adopt(a, dev, copy, BufferError)
-
-
-def _shares_ok(s: Storage, dev: Device) -> bool:
-    """Whether ``x.to_device(dev)`` keeps ``s``'s memory (no copy): the one decision in
-    :mod:`hostarray._sharing`."""
-    from ._sharing import copy_needed
-    return copy_needed(s.base, dev) is None
-
-
-# -- pickling and copies -----------------------------------------------------------------------
-
-def _rebuild(a: np.ndarray, device_key: str) -> HostPtrArray:
-    """Unpickle: the data on the device of that name if this process has it, else the host."""
-    dev = HOST
-    if device_key != "cpu":
-        try:
-            dev = _parse_device(device_key)
-        except HostPtrError as e:
-            warnings.warn(f"the pickled array was on {device_key}, which this process does not "
-                          f"have ({e}); it is on the host now", RuntimeWarning, stacklevel=2)
-    if not a.flags.writeable:  # e.g. unpickled from a read-only buffer: kernels may write it
-        return wrap(aligned_copy(a), dev)
-    # an out-of-band buffer may still be held by whoever unpickles: adopted, the array is
-    # escaped while they hold it
-    return adopt(a, dev, None)
-
-
-def reduce(x: HostPtrArray, protocol: int = 2) -> tuple[Any, ...]:
-    """``x.__reduce_ex__``: the host data (acquired first) and the device recorded by name.
-
-    From protocol 5 numpy gives the pickler a ``PickleBuffer`` over the data, which a
-    ``buffer_callback`` may keep (out of band): over ``x``'s memory that would be a raw
-    view no escape records (stale bytes on a copied link, writes hostarray never sees),
-    so the data is a copy then, as in band it is anyway."""
-    a = x._host()
-    return (_rebuild, (a.copy() if protocol >= 5 else a, str(x._device)))
-
-
-def copy(x: HostPtrArray) -> HostPtrArray:
-    """``copy.copy(x)``: a new array with a copy of the data, on the same device (as numpy);
-    copied by that device where it holds the newest data (nothing acquired)."""
-    if x._s.host_stale:
-        from ._api.data_types import device_astype
-
-        r = device_astype(x, x._a.dtype)
-        if r is not None:
-            return r
-    return wrap(aligned_copy(x._host()), x._device)
-
-
-def deepcopy(x: HostPtrArray, memo: dict[int, Any]) -> HostPtrArray:
-    """``copy.deepcopy(x)``: like :func:`copy` (the elements are plain numbers)."""
-    r = copy(x)
-    memo[id(x)] = r
-    return r
-
-
-# -- Python conveniences -----------------------------------------------------------------------
-
-def length(x: HostPtrArray) -> int:
-    """``len(x)``: the first dimension; a 0-d array has none (``TypeError``, as numpy)."""
-    if x.ndim == 0:
-        raise TypeError("len() of a 0-d array")
-    return x.shape[0]
-
-
-def iterate(x: HostPtrArray) -> Any:
-    """``iter(x)``: numpy scalars for a 1-D array (as numpy), views along axis 0 otherwise."""
-    if x.ndim == 0:
-        raise TypeError("iteration over a 0-d array")
-    if x.ndim == 1:
-        return iter(x._host().copy())  # a snapshot: later kernel writes don't race the loop
-    return (_view(x, x._host()[i]) for i in range(x.shape[0]))
-
-
-def contains(x: HostPtrArray, value: Any) -> bool:
-    """``value in x``: whether any element equals ``value`` (numpy's rule)."""
-    v = value._host() if isinstance(value, HostPtrArray) else value
-    return bool((x._host() == v).any())
-
-
-def format_array(x: HostPtrArray, spec: str) -> str:
-    """``format(x, spec)``: a 0-d array formats like its element; an empty spec gives ``str``."""
-    if not spec:
-        return str(x)
-    if x.ndim == 0:
-        return format(x._host().item(), spec)
-    raise TypeError(f"unsupported format string {spec!r} for a {x.ndim}-d HostPtrArray; format "
-                    f"its elements, e.g. with x.tolist()")
-
-
-# -- numpy's ndarray methods ---------------------------------------------------------------
-
-def _ha() -> Any:
-    import hostarray
-
-    return hostarray
-
-
-def _shape_args(args: tuple[Any, ...]) -> Any:
-    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` mean the same (as in numpy)."""
-    return args[0] if len(args) == 1 else args
-
-
-def _sort_in_place(x: HostPtrArray, *args: Any, **kwargs: Any) -> None:
+def sort(x: HostPtrArray, *args: Any, **kwargs: Any) -> None:
     """``x.sort(...)``: one host write transaction (the old contents are read: no skip)."""
     if not x._a.flags.writeable:  # numpy's own error, before the coherence state is touched
         return x._a.sort(*args, **kwargs)
@@ -826,7 +587,7 @@ def _sort_in_place(x: HostPtrArray, *args: Any, **kwargs: Any) -> None:
         a.sort(*args, **kwargs)
 
 
-def _fill(x: HostPtrArray, value: Any) -> None:
+def fill(x: HostPtrArray, value: Any) -> None:
     """``x.fill(value)``: a whole overwrite; stale device data is not acquired when the
     value is a plain value (a string that fails to convert leaves the device's data)."""
     if not x._a.flags.writeable:
@@ -837,133 +598,5 @@ def _fill(x: HostPtrArray, value: Any) -> None:
             a.fill(v)
 
 
-def _astype_method(x: HostPtrArray, dtype: Any, *args: Any, **kwargs: Any) -> HostPtrArray:
-    """``x.astype(dtype)``: converted by the device holding the newest data where it can
-    (as ``ha.astype``), else numpy's ``astype`` on the host data."""
-    dt = np.dtype(dtype)
-    if dt == x.dtype and not kwargs.get("copy", True):
-        return x
-    if x._s.host_stale and not args and set(kwargs) <= {"copy"}:
-        from ._api.data_types import device_astype
-
-        r = device_astype(x, dt)
-        if r is not None:
-            return r
-    numpy_astype: Any = np.astype  # numpy's overloads don't know HostPtrArray
-    return numpy_astype(x, dtype, *args, **kwargs)
-
-
-def _view_as(x: HostPtrArray, dtype: Any = None) -> HostPtrArray:
-    a = x._host()
-    return _view(x, a.view() if dtype is None else a.view(dtype))
-
-
-_METHODS: dict[str, Callable[..., Any]] = {
-    # views read nothing: through the namespace, which makes them without an acquire
-    "reshape": lambda x, *shape, **kw: np.reshape(x, _shape_args(shape), **kw) if kw
-    else _ha().reshape(x, _shape_args(shape)),
-    "transpose": lambda x, *axes: _ha().permute_dims(
-        x, tuple(_shape_args(axes)) if axes and axes != (None,) else tuple(range(x.ndim))[::-1]),
-    "swapaxes": np.swapaxes, "squeeze": np.squeeze, "ravel": np.ravel,
-    "flatten": lambda x, order="C": wrap(x._host().flatten(order), x._device),
-    "astype": _astype_method,
-    "copy": lambda x, order="C": copy(x),
-    "view": _view_as, "sort": _sort_in_place, "fill": _fill,
-    "sum": np.sum, "prod": np.prod, "mean": np.mean, "std": np.std, "var": np.var,
-    "min": np.min, "max": np.max, "argmin": np.argmin, "argmax": np.argmax,
-    "any": np.any, "all": np.all, "cumsum": np.cumsum, "cumprod": np.cumprod,
-    # ndarray.clip(min=None, max=None, out=None): one bound is enough (np.clip wants both)
-    "clip": lambda x, min=None, max=None, out=None, **kw: np.clip(x, min, max, out=out, **kw),
-    "round": np.round, "dot": np.dot, "nonzero": np.nonzero,
-    "argsort": np.argsort, "searchsorted": np.searchsorted, "take": np.take,
-    "repeat": np.repeat, "diagonal": np.diagonal, "trace": np.trace,
-    # ndarray.compress(condition, ...) but np.compress(condition, a, ...)
-    "compress": lambda x, condition, *a, **kw: np.compress(condition, x, *a, **kw),
-    "conj": np.conjugate, "conjugate": np.conjugate,
-}
-_ATTRIBUTES: dict[str, Callable[[HostPtrArray], Any]] = {
-    "real": np.real, "imag": np.imag, "itemsize": lambda x: x.dtype.itemsize,
-    "strides": lambda x: x._a.strides,
-}
-
-# a runnable example per method and attribute (docstrings; tests/test_docs.py runs them)
-_EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    'reshape': [('ha.arange(6).reshape(2, 3).shape', '(2, 3)')],
-    'transpose': [('ha.zeros((2, 3)).transpose().shape', '(3, 2)')],
-    'swapaxes': [('ha.zeros((1, 2, 3)).swapaxes(0, 2).shape', '(3, 2, 1)')],
-    'squeeze': [('ha.zeros((1, 3, 1)).squeeze().shape', '(3,)')],
-    'ravel': [('ha.asarray([[1, 2], [3, 4]]).ravel().tolist()', '[1, 2, 3, 4]')],
-    'flatten': [('ha.asarray([[1, 2], [3, 4]]).flatten().tolist()', '[1, 2, 3, 4]')],
-    'astype': [('ha.asarray([1.5, 2.5]).astype(ha.int32).tolist()', '[1, 2]')],
-    'copy': [('ha.asarray([1, 2]).copy().tolist()', '[1, 2]')],
-    'view': [('ha.asarray([1, 2], dtype=ha.int32).view(ha.uint32).dtype', "dtype('uint32')")],
-    'sort': [('x = ha.asarray([3, 1, 2]); x.sort(); x.tolist()', '[1, 2, 3]')],
-    'fill': [('x = ha.zeros(3); x.fill(7.0); x.tolist()', '[7.0, 7.0, 7.0]')],
-    'sum': [('int(ha.asarray([[1, 2], [3, 4]]).sum())', '10'),
-            ('ha.asarray([[1, 2], [3, 4]]).sum(axis=0).tolist()', '[4, 6]')],
-    'prod': [('int(ha.asarray([1, 2, 3, 4]).prod())', '24')],
-    'mean': [('float(ha.asarray([1.0, 2.0, 3.0]).mean())', '2.0')],
-    'std': [('float(ha.asarray([1.0, 3.0]).std())', '1.0')],
-    'var': [('float(ha.asarray([1.0, 3.0]).var())', '1.0')],
-    'min': [('int(ha.asarray([3, 1, 2]).min())', '1')],
-    'max': [('int(ha.asarray([3, 1, 2]).max())', '3')],
-    'argmin': [('int(ha.asarray([3, 1, 2]).argmin())', '1')],
-    'argmax': [('int(ha.asarray([3, 1, 2]).argmax())', '0')],
-    'any': [('bool(ha.asarray([0, 1, 0]).any())', 'True')],
-    'all': [('bool(ha.asarray([0, 1, 0]).all())', 'False')],
-    'cumsum': [('ha.asarray([1, 2, 3]).cumsum().tolist()', '[1, 3, 6]')],
-    'cumprod': [('ha.asarray([1, 2, 3]).cumprod().tolist()', '[1, 2, 6]')],
-    'clip': [('ha.asarray([-1, 0, 5]).clip(0, 3).tolist()', '[0, 0, 3]')],
-    'round': [('ha.asarray([1.26, 2.5]).round(1).tolist()', '[1.3, 2.5]')],
-    'dot': [('float(ha.asarray([1.0, 2.0]).dot(ha.asarray([3.0, 4.0])))', '11.0')],
-    'nonzero': [('[i.tolist() for i in ha.asarray([0, 2, 0, 3]).nonzero()]', '[[1, 3]]')],
-    'argsort': [('ha.asarray([3, 1, 2]).argsort().tolist()', '[1, 2, 0]')],
-    'searchsorted': [('int(ha.asarray([1, 2, 4]).searchsorted(3))', '2')],
-    'take': [('ha.asarray([10, 20, 30]).take([2, 0]).tolist()', '[30, 10]')],
-    'repeat': [('ha.asarray([1, 2]).repeat(2).tolist()', '[1, 1, 2, 2]')],
-    'diagonal': [('ha.asarray([[1, 2], [3, 4]]).diagonal().tolist()', '[1, 4]')],
-    'trace': [('int(ha.asarray([[1, 2], [3, 4]]).trace())', '5')],
-    'compress': [('ha.asarray([1, 2, 3]).compress([True, False, True]).tolist()', '[1, 3]')],
-    'conj': [('ha.asarray([1 + 2j]).conj().tolist()', '[(1-2j)]')],
-    'conjugate': [('ha.asarray([1 + 2j]).conjugate().tolist()', '[(1-2j)]')],
-    'real': [('ha.asarray([1 + 2j]).real.tolist()', '[1.0]')],
-    'imag': [('ha.asarray([1 + 2j]).imag.tolist()', '[2.0]')],
-    'itemsize': [('ha.zeros(3, dtype=ha.float32).itemsize', '4')],
-    'strides': [('ha.zeros((2, 3), dtype=ha.float64).strides', '(24, 8)')],
-}
-
-
-def _examples(name: str) -> str:
-    """The numpydoc Examples section of method or attribute ``name``."""
-    body = "".join(f"    >>> {src}\n    {out}\n" for src, out in _EXAMPLES[name])
-    return f"\n\n    Examples\n    --------\n    >>> import hostarray as ha\n{body}"
-
-
-def _method(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
-    def method(self: HostPtrArray, *args: Any, **kwargs: Any) -> Any:
-        return f(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = (f"numpy's ``ndarray.{name}``; array results are HostPtrArrays on the "
-                      f"same device.{_examples(name)}")
-    method.__module__ = HostPtrArray.__module__  # its doctest runs with the class's
-    method._ndarray_method = True  # type: ignore[attr-defined]  # (docs/_ext: its entry)
-    return method
-
-
-def install_ndarray_methods(cls: type) -> None:
-    """Give ``cls`` numpy's ``ndarray`` methods and attributes it lacks (``x.reshape``,
-    ``x.sum``, ``x.astype``, ``x.real`` ...), on host views with results wrapped back.
-
-    Real class attributes, not ``__getattr__``: numpy probes arrays for missing
-    attributes (``__array_interface__``...) on every conversion, and a Python
-    ``__getattr__`` would slow each probe down."""
-    for name, f in _METHODS.items():
-        if name not in cls.__dict__:
-            setattr(cls, name, _method(name, f))
-    for name, g in _ATTRIBUTES.items():
-        if name not in cls.__dict__:
-            setattr(cls, name, property(g, doc=f"numpy's ``ndarray.{name}``.{_examples(name)}"))
-
-
-install_ndarray_methods(HostPtrArray)
+# pickling is the array's own (hostarray._array); hostarray.dask takes these two from here
+from ._array import _rebuild, reduce  # noqa: E402, F401

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,12 +28,18 @@ from ._devices import Device
 from ._storage import Storage, address_of
 from .errors import HostPtrError, NotHostBacked, Refusal, Refused
 
-if TYPE_CHECKING:
-    from ._array import HostPtrArray
+__all__ = ["ArrayView", "host_requirement", "memory_fault", "copy_needed", "check_memory",
+           "check_storage", "view_offset", "ensure_buffer", "register", "find", "find_range",
+           "byte_extent", "extent", "view_within"]
 
-__all__ = ["host_requirement", "memory_fault", "copy_needed", "check_memory", "check_storage",
-           "view_offset", "ensure_buffer", "register", "find", "find_range", "byte_extent",
-           "extent", "view_within"]
+
+class ArrayView(Protocol):
+    """What this module reads of an array: its elements (``_a``) and their storage
+    (``_s``); a :class:`~hostarray.HostPtrArray` is one (the array's module builds on this
+    one, not the other way round)."""
+
+    _a: np.ndarray
+    _s: Storage
 
 
 # -- the decision -------------------------------------------------------------------------------
@@ -104,7 +110,7 @@ def check_storage(s: Storage, dev: Device, array_id: int) -> np.ndarray:
     return raw
 
 
-def view_offset(x: HostPtrArray, dev: Device, what: str = "the array") -> int:
+def view_offset(x: ArrayView, dev: Device, what: str = "the array") -> int:
     """Byte offset of ``x`` in its storage's buffer, checked for a device to use that part
     (``x`` one contiguous range, starting on the device's sub-buffer alignment,
     :attr:`~hostarray.Device.alignment`); raises :class:`NotHostBacked` or
@@ -126,7 +132,7 @@ def view_offset(x: HostPtrArray, dev: Device, what: str = "the array") -> int:
     return off
 
 
-def ensure_buffer(x: HostPtrArray, dev: Device) -> Any:
+def ensure_buffer(x: ArrayView, dev: Device) -> Any:
     """``x``'s storage's buffer on ``dev``, created (lazy attach) if missing; raises the
     typed error if ``dev`` may not use the storage's memory (nothing changes then)."""
     s = x._s

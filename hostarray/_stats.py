@@ -43,6 +43,12 @@ class Stats:
         device).
     compile_seconds : float
         Time spent building them, apart from everything else.
+    host_bytes_committed : int
+        Host memory that device-born results (results and temporaries of the device
+        compute path on a mapped or copied link) got when the host first touched it, in
+        whole pages (huge pages for large arrays): their host memory costs nothing until
+        the host looks, and then only the pages it reads or writes
+        (see docs/device-compute.md).
 
     Examples
     --------
@@ -62,6 +68,7 @@ class Stats:
     host_fallbacks: int = 0
     kernels_compiled: int = 0
     compile_seconds: float = 0.0
+    host_bytes_committed: int = 0
 
     @property
     def bytes_moved(self) -> int:

@@ -1,3 +1,4 @@
+# Over 700 lines: one measurement per part of hostarray bench; reporting is _bench_report.py.
 """``hostarray bench``: what hostarray costs and saves on one device, measured.
 
 Each measurement runs hostarray side by side with what a pyopencl user
@@ -20,9 +21,12 @@ would write instead, in the same process, on the same device and queue:
   uses and whether a publish ever reads device data back.
 
 Times are medians of several runs after a warm-up; byte counts come from
-:func:`hostarray.stats`, never from timings.  Progress goes to stderr.
+:func:`hostarray.stats`, never from timings.  Progress goes to stderr, one
+line a step with the step's number, the count and an estimate of the time
+left.  :mod:`hostarray._bench_report` turns a result into text:
 :func:`format_tables` writes lines of at most 100 characters, each table
-followed by a legend of its columns.  Sizes are read as written
+followed by a legend of its columns; :func:`format_csv` one long-form CSV;
+:func:`format_json`; :func:`plot`.  Sizes are read as written
 (:func:`parse_size`): ``GB`` is 10**9 bytes, ``GiB`` 2**30.
 """
 
@@ -31,25 +35,38 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import gc
-import json
 import os
 import platform
-import re
 import statistics
 import sys
-import textwrap
 import time
+import warnings
 from collections.abc import Callable, Iterator
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-__all__ = ["run_bench", "parse_size", "format_size", "format_tables", "measure_attach",
-           "measure_roundtrip", "measure_sync", "measure_laziness", "run_checks", "collect",
-           "print_tables", "plot", "KERNELS", "WIDTH"]
+from ._bench_report import (
+    CSV_COLUMNS,
+    WIDTH,
+    GiB,
+    KiB,
+    MiB,
+    check_outputs,
+    format_csv,
+    format_json,
+    format_size,
+    format_tables,
+    parse_size,
+    plot,
+    print_tables,
+)
+from .errors import PerformanceWarning
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+__all__ = ["run_bench", "parse_size", "format_size", "format_tables", "format_csv",
+           "format_json", "check_outputs", "measure_attach", "measure_roundtrip",
+           "measure_sync", "measure_laziness", "run_checks", "collect", "print_tables", "plot",
+           "KERNELS", "WIDTH", "CSV_COLUMNS", "KiB", "MiB", "GiB"]
 
 KERNELS = r"""
 __kernel void axpb(__global float *x, const float a, const float b) {
@@ -79,86 +96,6 @@ __kernel void residual(__global const float *u, __global const float *f,
 }
 """
 
-_DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-_BINARY = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_UNITS = {"": 1, "b": 1, **_DECIMAL, **_BINARY}
-_UNIT_HELP = "B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)"
-
-
-def parse_size(text: str | int) -> int:
-    """Bytes named by ``text``, read as written: ``"1GB"`` is 10**9, ``"1GiB"`` 2**30.
-
-    ``KB``, ``MB``, ``GB`` and ``TB`` are powers of 1000 and ``KiB``, ``MiB``,
-    ``GiB`` and ``TiB`` powers of 1024; ``B`` or no unit means bytes.  Units are
-    case-insensitive (``"1gb"`` is ``"1GB"``) and a space may separate the number
-    from its unit (``"1 GiB"``).  A fraction is allowed where it names whole bytes
-    (``"1.5KiB"`` is 1536).  A bare ``k``, ``M``, ``G`` or ``T`` is refused: it could
-    mean either power.
-
-    Parameters
-    ----------
-    text : str or int
-        The size; an ``int`` is a number of bytes already.
-
-    Returns
-    -------
-    int
-        The number of bytes.
-
-    Raises
-    ------
-    ValueError
-        If ``text`` is not a number followed by one of the units above, names a
-        fraction of a byte, or is negative.
-
-    Examples
-    --------
-    >>> from hostarray.bench import parse_size
-    >>> parse_size("64MiB"), parse_size("1GB"), parse_size("1 GiB"), parse_size("4096")
-    (67108864, 1000000000, 1073741824, 4096)
-    >>> parse_size("2g")
-    Traceback (most recent call last):
-    ...
-    ValueError: ambiguous size '2g': write 2GB (2000000000 bytes) or 2GiB (2147483648 bytes)
-    """
-    if isinstance(text, int) and not isinstance(text, bool):
-        if text < 0:
-            raise ValueError(f"a size cannot be negative: {text}")
-        return text
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*", str(text))
-    if not m:
-        raise ValueError(f"not a size: {text!r} (write e.g. 64MiB, 1GB or 4096; units: "
-                         f"{_UNIT_HELP})")
-    number, unit = Decimal(m.group(1)), m.group(2)
-    key = unit.lower()
-    if key in ("k", "m", "g", "t"):
-        dec, binary = number * _DECIMAL[key + "b"], number * _BINARY[key + "ib"]
-        raise ValueError(f"ambiguous size {text!r}: write {m.group(1)}{key.upper()}B "
-                         f"({dec:.0f} bytes) or {m.group(1)}{key.upper()}iB ({binary:.0f} bytes)")
-    if key not in _UNITS:
-        raise ValueError(f"unknown size unit {unit!r} in {text!r}: use {_UNIT_HELP}")
-    n = number * _UNITS[key]
-    if n != n.to_integral_value():
-        raise ValueError(f"{text!r} is not a whole number of bytes ({n.normalize():f} B)")
-    return int(n)
-
-
-def format_size(n: int) -> str:
-    """``n`` bytes as a short string in powers of 1024, named so (``KiB``, ``MiB``, ...).
-
-    The output reads back through :func:`parse_size` (to 6 significant digits).
-
-    Examples
-    --------
-    >>> from hostarray.bench import format_size
-    >>> format_size(4096), format_size(3 * 2**30), format_size(1000)
-    ('4 KiB', '3 GiB', '1000 B')
-    """
-    for unit, f in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= f:
-            return f"{n / f:g} {unit}"
-    return f"{n} B"
-
 
 def _sizes(lo: int, hi: int, step: int = 4) -> list[int]:
     out, n = [], lo
@@ -169,7 +106,63 @@ def _sizes(lo: int, hi: int, step: int = 4) -> list[int]:
 
 
 def _progress(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+    from ._text import wrap
+
+    print("\n".join(wrap(f"[bench] {msg}", " " * 10)), file=sys.stderr, flush=True)
+
+
+def _about(seconds: float) -> str:
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s left"
+    return f"about {round(seconds / 60)} min left"
+
+
+class _Steps:
+    """The steps of one :func:`collect` run: each says its number, the count, and the time
+    left, estimated from the time the steps before it took and the weights of the steps
+    still to come (a weight grows with the bytes a step measures)."""
+
+    def __init__(self, weights: list[float]) -> None:
+        self.weights = weights
+        self.done = 0
+        self.t0 = 0.0
+
+    def next(self, what: str) -> None:
+        i, now = self.done, time.perf_counter()
+        if i == 1:
+            self.t0 = now
+        # The first step pays once for what every later one reuses (the kernels' builds, the
+        # device's probes): it says nothing of the rest ("about 13 min left" for a run of
+        # seconds).  The estimate starts once a step after it was timed.
+        before, left = sum(self.weights[1:i]), sum(self.weights[i:])
+        note = ""
+        if i >= 2 and before > 0:
+            note = f" ({_about((now - self.t0) / before * left)})"
+        self.done += 1
+        _progress(f"step {min(self.done, len(self.weights))}/{len(self.weights)}: {what}{note}")
+
+
+_STEPS: list[_Steps] = []  # the run under way (collect's), innermost last
+
+
+def _step(what: str) -> None:
+    """Say that the next step starts: numbered within a :func:`collect` run."""
+    if _STEPS:
+        _STEPS[-1].next(what)
+    else:
+        _progress(what)
+
+
+# the relative cost of one size of each part: per byte, and as bytes what a size costs
+# whatever its bytes (buffer creation, the medians' fixed costs); from runs on the CPU
+# device here, where the solver's 20 iterations of 4 policies cost 10 times a round trip
+_COST = {"checks": (0.25, 0), "attach": (1.0, 4 * MiB), "roundtrip": (1.0, MiB),
+         "sync": (1.0, 4 * MiB), "laziness": (10.0, MiB)}
+
+
+def _weight(part: str, nbytes: int) -> float:
+    per_byte, base = _COST[part]
+    return per_byte * (nbytes + base)
 
 
 def _median(fn: Callable[[Any], Any], repeat: int, setup: Callable[[], Any] | None = None,
@@ -237,16 +230,18 @@ class _Env:
         self.queue.finish()
 
 
-def _per_size(env: _Env, sizes: list[int], copies: int,
-              one: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
-    """``one(nbytes)`` for each size that fits ``copies`` arrays; skipped rows say why."""
+def _per_size(env: _Env, sizes: list[int], copies: int, one: Callable[[int], dict[str, Any]],
+              label: Callable[[int], str]) -> list[dict[str, Any]]:
+    """``one(nbytes)`` for each size that fits ``copies`` arrays, a step each (named by
+    ``label(nbytes)``); skipped rows say why."""
     rows = []
     for nbytes in sizes:
         why = _fits(nbytes, env.dev, copies)
         if why:
-            _progress(f"{format_size(nbytes)}: skipped, {why}")
+            _step(f"{label(nbytes)}: skipped, {why}")
             rows.append({"size": nbytes, "skipped": why})
         else:
+            _step(label(nbytes))
             rows.append(one(nbytes))
     return rows
 
@@ -270,10 +265,16 @@ def measure_attach(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[st
     ``ha of_numpy + kernel`` (and a first kernel reading it, finished),
     ``cl.Buffer COPY_HOST_PTR`` (+ kernel), ``cla.to_device`` (+ kernel).
     """
+    # adopting the user's array and keeping it is what this measures: no PerformanceWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerformanceWarning)
+        return _measure_attach(env, sizes, repeat)
+
+
+def _measure_attach(env: _Env, sizes: list[int], repeat: int) -> list[dict[str, Any]]:
     ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
     mf = cl.mem_flags
     def one(nbytes: int) -> dict[str, Any]:
-        _progress(f"attach {format_size(nbytes)}")
         n = nbytes // 4
         host = _aligned(n)
         host[:] = _src(n)
@@ -328,7 +329,7 @@ def measure_attach(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[st
         gc.collect()
         return {"size": nbytes, "times": times}
 
-    return _per_size(env, sizes, 3, one)
+    return _per_size(env, sizes, 3, one, lambda n: f"attach {format_size(n)}")
 
 
 # -- round trip -------------------------------------------------------------------------------
@@ -343,7 +344,6 @@ def measure_roundtrip(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict
     """
     ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
     def one(nbytes: int) -> dict[str, Any]:
-        _progress(f"roundtrip {format_size(nbytes)}")
         n = nbytes // 4
         src = _src(n, 1)
         expect_last = np.float32(2) * src[-1] + np.float32(1)
@@ -399,7 +399,7 @@ def measure_roundtrip(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict
         gc.collect()
         return {"size": nbytes, "times": times, "correct": correct, "ha_stats": counters}
 
-    return _per_size(env, sizes, 5, one)
+    return _per_size(env, sizes, 5, one, lambda n: f"roundtrip {format_size(n)}")
 
 
 # -- sync bandwidth and the second read ------------------------------------------------------------
@@ -416,7 +416,6 @@ def measure_sync(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str,
     ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
     mf = cl.mem_flags
     def one(nbytes: int) -> dict[str, Any]:
-        _progress(f"sync {format_size(nbytes)}")
         n = nbytes // 4
         times: dict[str, float] = {}
         dbuf = cl.Buffer(env.ctx, mf.READ_WRITE, nbytes)
@@ -488,7 +487,7 @@ def measure_sync(env: _Env, sizes: list[int], repeat: int = 5) -> list[dict[str,
             "second_read_syncs": second.publishes + second.acquires,
         }
 
-    return _per_size(env, sizes, 4, one)
+    return _per_size(env, sizes, 4, one, lambda n: f"sync {format_size(n)}")
 
 
 # -- laziness: an iterative solver that checks its residual on the host -------------------
@@ -539,8 +538,6 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
     ha, cl, dev, q = env.ha, env.cl, env.dev, env.queue
     groups = 4096
     def one(nbytes: int) -> dict[str, Any]:
-        _progress(f"laziness {format_size(nbytes)} ({iterations} iterations, residual every "
-                  f"{check_every}{', link ' + link if link else ''})")
         from ._array import wrap
 
         n = nbytes // 4
@@ -654,7 +651,11 @@ def measure_laziness(env: _Env, sizes: list[int], iterations: int = 20, check_ev
         result["agree"] = {k: bool(np.array_equal(v, ref)) for k, v in finals.items()}
         return result
 
-    return _per_size(env, sizes, 8, one)
+    def label(n: int) -> str:
+        return (f"laziness {format_size(n)}{', link ' + link if link else ''} "
+                f"({iterations} iterations, residual every {check_every})")
+
+    return _per_size(env, sizes, 8, one, label)
 
 
 # -- checks --------------------------------------------------------------------------------------
@@ -712,10 +713,15 @@ def _pick_device(spec: str | None) -> Any:
 
     if spec is None:
         spec = os.environ.get("HOSTARRAY_DEVICE") or None
+    first = next((d for d in ha.devices() if d.framework == "opencl"), None)
     if spec is not None:
         d = ha.device(spec)
-        return d if d.framework == "opencl" else None
-    return next((d for d in ha.devices() if d.framework == "opencl"), None)
+        if d.framework != "opencl":  # (it said "no working OpenCL device" beside a working one)
+            there = (f"pass --device {first} (the OpenCL device here)" if first is not None
+                     else "there is none here: see `hostarray devices`")
+            raise RuntimeError(f"{d} is the host; the bench measures an OpenCL device: {there}")
+        return d
+    return first
 
 
 def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5,
@@ -744,7 +750,7 @@ def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5
         raise RuntimeError("no working OpenCL device: see 'hostarray devices'")
     env = _Env(dev)
     result: dict[str, Any] = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "device": {"spec": str(dev), "name": dev.name, "type": dev.type, "link": dev.link,
                    "alignment": dev.alignment, "max_alloc": dev.max_alloc,
                    "platform": dev._cl_device.platform.name.strip(),
@@ -754,366 +760,91 @@ def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5
                  "machine": platform.machine(), "cpus": os.cpu_count()},
         "max_size": max_size, "repeat": repeat,
     }
-    _progress(f"device {dev} ({dev.name}), link {dev.link}, sizes up to "
+    from ._text import shorten
+
+    _progress(f"device {dev} ({shorten(dev.name, 40)}), link {dev.link}, sizes up to "
               f"{format_size(max_size)}, medians of {repeat}")
     lo = min_size
-    if "checks" in parts:
-        _progress("checks")
-        result["checks"] = run_checks(env, min(4 * MiB, max_size))
-    if "attach" in parts:
-        result["attach"] = measure_attach(env, _sizes(lo or 4 * KiB, max_size), repeat)
+    # the plan first, so that each step can say how many there are and the time left
+    attach = _sizes(lo or 4 * KiB, max_size)
     big = _sizes(lo or MiB, max_size) if max_size >= MiB else [max_size]
-    if "roundtrip" in parts:
-        result["roundtrip"] = measure_roundtrip(env, big, repeat)
-    if "sync" in parts:
-        result["sync"] = measure_sync(env, big, repeat)
-    if "laziness" in parts:
-        top = max_size
-        if "CPU" in dev.type.upper() and top > 64 * MiB:
-            # Kernel-bound on a CPU device: larger sizes add minutes of kernel time, no insight.
-            top = 64 * MiB
-            _progress("laziness: at most 64 MiB on a CPU device")
-        lz = _sizes(lo or MiB, top, 16) if top >= MiB else [top]
-        if lz[-1] != top and top >= MiB:
-            lz.append(top)
-        rep = max(1, min(3, repeat))
-        links: list[str | None] = [None]
-        if laziness_link == "auto":
-            if dev.link == "shared":
-                links.append("copied")
-        elif laziness_link is not None:
-            links = [laziness_link]
-        result["laziness"] = []
-        for lk in links:
-            result["laziness"] += measure_laziness(env, lz, repeat=rep, link=lk)
+    top = max_size
+    if "laziness" in parts and "CPU" in dev.type.upper() and top > 64 * MiB:
+        # Kernel-bound on a CPU device: larger sizes add minutes of kernel time, no insight.
+        top = 64 * MiB
+        _progress("laziness: at most 64 MiB on a CPU device")
+    lz = _sizes(lo or MiB, top, 16) if top >= MiB else [top]
+    if lz[-1] != top and top >= MiB:
+        lz.append(top)
+    links: list[str | None] = [None]
+    if laziness_link == "auto":
+        if dev.link == "shared":
+            links.append("copied")
+    elif laziness_link is not None:
+        links = [laziness_link]
+    checks_bytes = min(4 * MiB, max_size)
+    plan = {"checks": [checks_bytes], "attach": attach, "roundtrip": big, "sync": big,
+            "laziness": lz * len(links)}
+    _STEPS.append(_Steps([_weight(p, n) for p in plan if p in parts for n in plan[p]]))
+    try:
+        if "checks" in parts:
+            _step("checks")
+            result["checks"] = run_checks(env, checks_bytes)
+        if "attach" in parts:
+            result["attach"] = measure_attach(env, attach, repeat)
+        if "roundtrip" in parts:
+            result["roundtrip"] = measure_roundtrip(env, big, repeat)
+        if "sync" in parts:
+            result["sync"] = measure_sync(env, big, repeat)
+        if "laziness" in parts:
+            rep = max(1, min(3, repeat))
+            result["laziness"] = []
+            for lk in links:
+                result["laziness"] += measure_laziness(env, lz, repeat=rep, link=lk)
+    finally:
+        _STEPS.pop()
     return result
 
 
-WIDTH = 100
-"""The widest line :func:`format_tables` writes, in characters."""
-
-_FASTER = "> 1: hostarray is faster, by that factor; < 1: hostarray is slower"
-
-
-def _fmt_t(t: float) -> str:
-    if t < 1e-3:
-        return f"{t * 1e6:.1f} us"
-    if t < 1:
-        return f"{t * 1e3:.2f} ms"
-    return f"{t:.2f} s"
+def _output(value: Any) -> str | None:
+    """An output option's path: ``"-"`` for stdout (``True``, the flag alone), else the
+    path, or ``None`` when not asked for."""
+    if value is None or value is False:
+        return None
+    return "-" if value is True else str(value)
 
 
-def _fmt_ratio(x: float) -> str:
-    if x >= 100:
-        return f"{x:.0f}x"
-    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
-
-
-def _wrap(text: str, indent: str = "") -> list[str]:
-    """``text`` wrapped to :data:`WIDTH` columns, later lines indented by ``indent``."""
-    return textwrap.wrap(text, WIDTH, subsequent_indent=indent) or [""]
-
-
-Row = list[str] | tuple[str, str]  # cells, or (first cell, a note across the other columns)
-
-
-def _table(header: list[str], rows: list[Row], align: str | None = None,
-           keep: int = 1) -> list[str]:
-    """A plain-text table: two spaces between columns, a rule under the header.
-
-    ``align`` has one letter per column, ``l`` or ``r`` (default: the first column
-    left, the others right).  A row given as ``(first, note)`` writes ``note``
-    across the other columns, wrapped.  A table wider than :data:`WIDTH` is split
-    into several, each repeating the first ``keep`` columns.
-    """
-    align = align or "l" + "r" * (len(header) - 1)
-    cells = [r for r in rows if isinstance(r, list)]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(header)]
-    if sum(widths) + 2 * (len(widths) - 1) > WIDTH and len(header) > keep + 1:
-        groups: list[list[int]] = [[]]
-        used = sum(widths[:keep]) + 2 * keep
-        for i in range(keep, len(header)):
-            if groups[-1] and used + widths[i] > WIDTH:
-                groups.append([])
-                used = sum(widths[:keep]) + 2 * keep
-            groups[-1].append(i)
-            used += widths[i] + 2
-        if len(groups) > 1:
-            out: list[str] = []
-            for g in groups:
-                cols = [*range(keep), *g]
-                sub = [[r[i] for i in cols] if isinstance(r, list) else r for r in rows]
-                out += _table([header[i] for i in cols], sub, "".join(align[i] for i in cols),
-                              keep) + [""]
-            return out[:-1]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if a == "r" else v.ljust(w)
-                         for v, w, a in zip(values, widths, align)).rstrip()
-
-    lines = [line(header), "  ".join("-" * w for w in widths)]
-    for r in rows:
-        if isinstance(r, list):
-            lines.append(line(r))
-        else:
-            first = r[0].ljust(widths[0]) + "  "
-            lines += textwrap.wrap(r[1], WIDTH, initial_indent=first,
-                                   subsequent_indent=" " * len(first))
-    return lines
-
-
-def _legend(entries: list[tuple[str, str]]) -> list[str]:
-    """``name  meaning`` lines under a table, the meanings aligned and wrapped."""
-    w = max(len(k) for k, _ in entries)
-    lines = []
-    for k, text in entries:
-        first = f"  {k.ljust(w)}  "
-        # "> 1" and "< 1" stay on one line
-        text = re.sub(r"([<>]=?) (\d)", "\\1\0\\2", text)
-        lines += [ln.replace("\0", " ") for ln in textwrap.wrap(
-            text, WIDTH, initial_indent=first, subsequent_indent=" " * len(first))]
-    return lines
-
-
-def _skipped(r: dict[str, Any]) -> tuple[str, str]:
-    return (format_size(r["size"]), f"skipped: {r['skipped']}")
-
-
-def _times_table(rows: list[dict[str, Any]], methods: list[tuple[str, str]]) -> list[str]:
-    """Median times of ``methods`` (``(key in the result, column name)``) per size, then
-    each method's time over the first method's (hostarray's)."""
-    if not any("times" in r for r in rows):
-        return ["(nothing measured)"]
-    (base, bname), others = methods[0], methods[1:]
-    header = ["size", *(name for _, name in methods), *(f"{n}/{bname}" for _, n in others)]
-    out: list[Row] = []
-    for r in rows:
-        if "skipped" in r:
-            out.append(_skipped(r))
-            continue
-        t = r["times"]
-        out.append([format_size(r["size"]), *(_fmt_t(t[k]) for k, _ in methods),
-                    *(_fmt_ratio(t[k] / t[base]) for k, _ in others)])
-    return _table(header, out)
-
-
-def _ratio_legend(methods: list[tuple[str, str]], verdict: str = _FASTER
-                  ) -> list[tuple[str, str]]:
-    (_, bname), others = methods[0], methods[1:]
-    return [(f"{n}/{bname}", f"{n} time / {bname} time ({verdict})") for _, n in others]
-
-
-_ATTACH = [("ha of_numpy", "ha"), ("ha to_device (lazy)", "lazy"),
-           ("cl.Buffer COPY_HOST_PTR", "cl.Buffer"), ("cla.to_device", "cla")]
-_ATTACH_USED = [("ha of_numpy + kernel", "ha"), ("cl.Buffer COPY_HOST_PTR + kernel", "cl.Buffer"),
-                ("cla.to_device + kernel", "cla")]
-_ROUNDTRIP = [("ha", "ha"), ("cl enqueue_copy", "cl copy"), ("cla set/get", "cla")]
-
-
-def _attach_parts(rows: list[dict[str, Any]]) -> list[str]:
-    lazy_verdict = ("< 1: the lazy attach is faster than creating the buffer now, > 1: slower; "
-                    "both are hostarray")
-    legend = [("ha", "ha.hostptr.of_numpy(dev, a): hostarray creates the device buffer over "
-                     "the numpy memory"),
-              ("lazy", "x.to_device(dev) of a hostarray array: hostarray's lazy attach, the "
-                       "buffer is made at the first launch"),
-              ("cl.Buffer", "cl.Buffer(ctx, READ_ONLY | COPY_HOST_PTR, hostbuf=a): pyopencl "
-                            "copies the data into a new buffer"),
-              ("cla", "pyopencl.array.to_device(queue, a)")]
-    legend += [("lazy/ha", f"lazy time / ha time ({lazy_verdict})")]
-    legend += _ratio_legend(_ATTACH[:1] + _ATTACH[2:])
-    used = [("ha, cl.Buffer, cla", "as above, each followed by a one-work-item kernel that "
-                                   "reads the data, waited for")]
-    used += _ratio_legend(_ATTACH_USED)
-    return ["", "attach vs copy: time until the data is usable on the device",
-            *_times_table(rows, _ATTACH), *_legend(legend),
-            "", "attach vs copy, then a first kernel that reads the data, finished",
-            *_times_table(rows, _ATTACH_USED), *_legend(used)]
-
-
-def _roundtrip_parts(rows: list[dict[str, Any]]) -> list[str]:
-    legend = [("ha", "x[...] = src; kernel; np.asarray(x): hostarray publishes and acquires x"),
-              ("cl copy", "enqueue_copy to a plain device buffer, kernel, enqueue_copy back "
-                          "(pyopencl)"),
-              ("cla", "pyopencl.array set(src), kernel, get()"),
-              *_ratio_legend(_ROUNDTRIP)]
-    bad = [(format_size(r["size"]), k) for r in rows for k, ok in r.get("correct", {}).items()
-           if not ok]
-    return ["", "round trip: host write -> kernel x = 2x + 1 -> host read",
-            *_times_table(rows, _ROUNDTRIP), *_legend(legend),
-            *_wrap(f"all results correct: {not bad}" + (f" (wrong: {bad})" if bad else ""),
-                   "  ")]
-
-
-def _sync_parts(rows: list[dict[str, Any]]) -> list[str]:
-    times: list[Row] = []
-    rates: list[Row] = []
-    for r in rows:
-        if "skipped" in r:
-            times.append(_skipped(r))
-            rates.append(_skipped(r))
-            continue
-        t, bw = r["times"], r["bandwidth_GBps"]
-        times.append([format_size(r["size"]), r["link"], _fmt_t(t["publish"]),
-                      _fmt_t(t["acquire"]), _fmt_t(t["copy pinned H->D"]),
-                      _fmt_t(t["copy pinned D->H"]), _fmt_t(t["copy pageable H->D"]),
-                      _fmt_t(t["copy pageable D->H"]), f"{100 * r['fraction_of_pinned']:.0f}%"])
-        rates.append([format_size(r["size"]), r["link"], f"{bw['publish']:.1f}",
-                      f"{bw['acquire']:.1f}", f"{bw['copy pinned H->D']:.1f}",
-                      f"{bw['copy pageable H->D']:.1f}", _fmt_t(t["second read x[-1]"]),
-                      _fmt_t(t["second acquire_device_writes"]), str(r["second_read_bytes"])])
-    hdr1 = ["size", "link", "publish", "acquire", "pin H>D", "pin D>H", "page H>D", "page D>H",
-            "pin/ha"]
-    hdr2 = ["size", "link", "pub GB/s", "acq GB/s", "pin GB/s", "page GB/s", "2nd read",
-            "2nd acq", "2nd bytes"]
-    legend1 = [("link", "host-link kind of the array's buffer: shared, mapped or copied"),
-               ("publish", "ha.hostptr.publish_host_writes(x, dev) of the whole array, finished"),
-               ("acquire", "ha.hostptr.acquire_device_writes(x, dev) after a kernel wrote x"),
-               ("pin H>D", "enqueue_copy from pinned host memory (CL_MEM_ALLOC_HOST_PTR, "
-                           "mapped) to a device buffer; D>H: back"),
-               ("page H>D", "the same from ordinary (pageable) numpy memory; D>H: back"),
-               ("pin/ha", "(pin H>D + pin D>H) / (publish + acquire), in percent: above 100% "
-                          "hostarray is faster than the pinned copies, below 100% slower; "
-                          "target >= 90% on a mapped link")]
-    legend2 = [("GB/s", "size / median time, in 10^9 bytes per second, of publish (pub), "
-                        "acquire (acq), pinned H>D (pin) and pageable H>D (page)"),
-               ("2nd read", "x[-1] read on the host right after an acquire, nothing launched "
-                            "in between"),
-               ("2nd acq", "acquire_device_writes(x, dev) again, nothing launched in between"),
-               ("2nd bytes", "bytes moved by those second reads and acquires (must be 0)")]
-    return ["", "sync: publish/acquire vs enqueue_copy, median times",
-            *_table(hdr1, times, "ll" + "r" * 7, keep=2), *_legend(legend1),
-            "", "sync: bandwidth, and a second host read with nothing launched since",
-            *_table(hdr2, rates, "ll" + "r" * 7, keep=2), *_legend(legend2)]
-
-
-def _laziness_parts(rows: list[dict[str, Any]], repeat: int) -> list[str]:
-    hdr = ["size", "link", "policy", "moved", "x min", "syncs", "time", "t/lazy", "same"]
-    out: list[Row] = []
-    for r in rows:
-        if "skipped" in r:
-            out.append(_skipped(r))
-            continue
-        pol = r["policies"]
-        base = pol["ha lazy"]["median_s"]
-        for name, p in pol.items():
-            syncs = (f"{p['publishes']}p/{p['acquires']}a" if "publishes" in p else "by hand")
-            out.append([format_size(r["size"]), r["link"], name,
-                        format_size(p["bytes_moved"]) if p["bytes_moved"] else "0",
-                        f"{p['bytes_moved'] / r['minimum_bytes']:.2f}", syncs,
-                        _fmt_t(p["median_s"]), _fmt_ratio(p["median_s"] / base),
-                        str(r["agree"][name])])
-    r0 = next((r for r in rows if "policies" in r), None)
-    title = "laziness: a Jacobi solver"
-    if r0 is not None:
-        title += (f", {r0['iterations']} iterations, residual summed on the host every "
-                  f"{r0['check_every']}; medians of {max(1, min(3, repeat))}")
-    legend = [("policy", "ha lazy: hostarray decides, the arrays attached before; ha eager: "
-                         "publish and acquire of every argument around each launch; ha lazy + "
-                         "attach: ha lazy, creating the buffers inside the timing; cl minimal: "
-                         "hand-written pyopencl copying only what the data dependencies need"),
-              ("link", "host-link kind of the buffers (copied: forced, so that bytes move)"),
-              ("moved", "bytes copied between host and device, from ha.stats() (cl minimal: "
-                        "the minimum, by construction)"),
-              ("x min", "moved / the minimum (u and f in once, the partial sums out at each "
-                        "check, u out at the end)"),
-              ("syncs", "publishes p / acquires a, from ha.stats()"),
-              ("time", "median time of the whole solve"),
-              ("t/lazy", "this policy's time / ha lazy's time at the same size and link; "
-                         "> 1: this policy is slower than hostarray's lazy one, < 1: faster"),
-              ("same", "the final u equals cl minimal's, bit for bit")]
-    return ["", *_wrap(title), *_table(hdr, out, "lllrrlrrl", keep=3), *_legend(legend)]
-
-
-def format_tables(result: dict[str, Any]) -> str:
-    """The human-readable tables of a :func:`collect` result.
-
-    Every line is at most :data:`WIDTH` (100) characters: wide tables are split,
-    column names abbreviated, and each table is followed by a legend naming what
-    each column measures and what each ratio divides.
-
-    Parameters
-    ----------
-    result : dict
-        What :func:`collect` returned (or its JSON, read back).
-
-    Returns
-    -------
-    str
-        The tables, lines joined by newlines.
-    """
-    d = result["device"]
-    lines = _wrap(f"hostarray bench -- {d['spec']} ({d['name']}, {d['platform']}), link "
-                  f"{d['link']}, {result['date']}; times are medians of {result['repeat']} "
-                  f"run{'s' if result['repeat'] != 1 else ''} after a warm-up (us = "
-                  f"microseconds, ms = milliseconds, s = seconds)")
-    if "checks" in result:
-        c = result["checks"]
-        lines += ["", *_wrap(
-            f"checks: publish map flags {c['publish_map_flags']}, bytes read back by a publish "
-            f"{c['publish_acquired_bytes']}, kernel saw the host's bytes "
-            f"{c['publish_keeps_host_bytes']} -> {'OK' if c['publish_ok'] else 'FAIL'}")]
-    if result.get("attach"):
-        lines += _attach_parts(result["attach"])
-    if result.get("roundtrip"):
-        lines += _roundtrip_parts(result["roundtrip"])
-    if result.get("sync"):
-        lines += _sync_parts(result["sync"])
-    if result.get("laziness"):
-        lines += _laziness_parts(result["laziness"], result["repeat"])
-    return "\n".join(lines)
-
-
-def print_tables(result: dict[str, Any], file: Any = None) -> None:
-    """Print :func:`format_tables` of ``result`` (to stdout by default)."""
-    print(format_tables(result), file=file or sys.stdout)
-
-
-def plot(result: dict[str, Any], path: str) -> None:
-    """Write a PNG of time against size (attach, round trip, sync) to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(k, t) for k, t in (("attach", "attach vs copy"), ("roundtrip", "round trip"),
-                                  ("sync", "publish/acquire vs copies"))
-              if result.get(k)]
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 4.5),
-                             squeeze=False)
-    for ax, (key, title) in zip(axes[0], panels):
-        rows = [r for r in result[key] if "times" in r]
-        methods = [m for m in rows[0]["times"] if not m.startswith("second")]
-        for m in methods:
-            ax.loglog([r["size"] for r in rows], [r["times"][m] for r in rows], marker="o",
-                      label=m, linestyle="-" if m.startswith(("ha", "publish", "acquire"))
-                      else "--")
-        ax.set_xlabel("bytes")
-        ax.set_ylabel("seconds (median)")
-        ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    d = result["device"]
-    fig.suptitle(f"hostarray bench: {d['name']} ({d['link']} link), {result['date']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def _write(path: str, text: str, what: str) -> str | None:
+    """Write ``text`` to ``path``; why it could not be, or ``None``."""
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as e:
+        return f"{what} {path}: {e.strerror or e}"
+    _progress(f"{what[2:].upper()} written to {path}")
+    return None
 
 
 def run_bench(args: Any) -> int:
-    """Entry point of ``hostarray bench``: measure, print tables or JSON, plot.
+    """Entry point of ``hostarray bench``: check the options, measure, then print tables
+    (or JSON or CSV), write the JSON and CSV files and the plot asked for.
+
+    Every option is checked before measuring: a bad size, two outputs for stdout, a file
+    in a folder that does not exist, ``plot`` without matplotlib (the ``bench`` extra:
+    ``pip install 'hostarray[bench]'``) is one sentence on stderr and exit status 2.
 
     Parameters
     ----------
     args : argparse.Namespace
-        ``device`` (a device name or None), ``json`` (bool), ``max_size`` (bytes, or a
-        size for :func:`parse_size`), ``repeat`` (int or None: 5), ``plot`` (a PNG path
-        or None); missing attributes take those defaults.
+        ``device`` (a device name or None), ``json`` and ``csv`` (``None``; ``"-"`` or
+        ``True``: print it to stdout instead of the tables; a path: write it there too),
+        ``max_size`` (bytes, or a size for :func:`parse_size`), ``repeat`` (int or None:
+        5), ``plot`` (a PNG path or None); missing attributes take those defaults.
 
     Returns
     -------
     int
-        The exit status: 0, 1 if a check or a result was wrong, 2 on a bad size or
+        The exit status: 0, 1 if a check or a result was wrong, 2 on a bad option or
         without a working OpenCL device.
 
     Examples
@@ -1123,7 +854,11 @@ def run_bench(args: Any) -> int:
     >>> args = argparse.Namespace(device=None, json=True, max_size="1MiB", plot=None)
     >>> run_bench(args)   # doctest: +SKIP
     0
+    >>> run_bench(argparse.Namespace(max_size="4KiB", json="-", csv="-"))
+    2
     """
+    from ._text import error_lines
+
     try:
         given = getattr(args, "max_size", None)
         max_size = parse_size("64MiB" if given is None else given)
@@ -1131,36 +866,43 @@ def run_bench(args: Any) -> int:
             raise ValueError(f"--max-size must be at least 4 bytes (one float32), not "
                              f"{max_size}")
     except ValueError as e:
-        print(f"hostarray bench: {e}", file=sys.stderr)
+        print(error_lines("bench", str(e)), file=sys.stderr)
         return 2
+    json_out, csv_out = _output(getattr(args, "json", None)), _output(getattr(args, "csv", None))
     path = getattr(args, "plot", None)
-    folder = os.path.dirname(os.path.abspath(path)) if path else None
-    if folder is not None and not os.path.isdir(folder):  # refused before minutes of measuring
-        print(f"hostarray bench: --plot {path}: there is no folder {folder}", file=sys.stderr)
+    refused = check_outputs(json_out, csv_out, path)  # before minutes of measuring
+    if refused:
+        print(error_lines("bench", refused), file=sys.stderr)
         return 2
     repeat = int(getattr(args, "repeat", None) or 5)
     try:
         result = collect(getattr(args, "device", None), max_size, repeat)
     except RuntimeError as e:
-        print(f"hostarray bench: {e}", file=sys.stderr)
+        print(error_lines("bench", str(e)), file=sys.stderr)
         return 2
-    if getattr(args, "json", False):
-        print(json.dumps(result, indent=1, default=float))
+    if json_out == "-":
+        print(format_json(result))
+    elif csv_out == "-":
+        print(format_csv(result), end="")
     else:
         print_tables(result)
+    failed = [said for said in (
+        _write(json_out, format_json(result) + "\n", "--json") if json_out not in (None, "-")
+        else None,
+        _write(csv_out, format_csv(result), "--csv") if csv_out not in (None, "-") else None)
+        if said]
     if path:
         try:
             plot(result, path)
             _progress(f"plot written to {path}")
-        except ImportError:
-            print("hostarray bench: --plot needs matplotlib (pip install matplotlib)",
-                  file=sys.stderr)
         except OSError as e:  # the tables are out; say why the plot is not, no traceback
-            print(f"hostarray bench: --plot {path}: {e.strerror or e}", file=sys.stderr)
-            return 2
+            failed.append(f"--plot {path}: {e.strerror or e}")
+    for said in failed:
+        print(f"hostarray bench: {said}", file=sys.stderr)
+    if failed:
+        return 2
     ok = result.get("checks", {}).get("publish_ok", True) and all(
         all(r.get("correct", {}).values()) for r in result.get("roundtrip", []))
     ok = ok and all(all(r["agree"].values()) for r in result.get("laziness", [])
                     if "agree" in r)
     return 0 if ok else 1
-

@@ -10,12 +10,14 @@ copies each kernel's inputs in before it and its outputs out after it
 
 from __future__ import annotations
 
-import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
+
+from . import _settings
 
 __all__ = ["run_demo", "SMOOTH_SOURCE", "numpy_pipeline", "hostarray_pipeline",
            "eager_pipeline", "make_signal", "QUANTILE"]
@@ -172,7 +174,7 @@ def _pick_device(spec: str | None) -> Any:
     import hostarray as ha
 
     if spec is None:
-        spec = os.environ.get("HOSTARRAY_DEVICE") or None
+        spec = _settings.device()
     if spec is not None:
         return ha.device(spec)
     for d in ha.devices():
@@ -195,7 +197,7 @@ def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def run_demo(device: str | None = None, size: int = 1 << 22, repeat: int = 3,
-             out: TextIO | None = None) -> int:
+             out: TextIO | None = None, wide: bool = False) -> int:
     """Run the demo pipeline three ways and print what moved.
 
     Parameters
@@ -209,6 +211,9 @@ def run_demo(device: str | None = None, size: int = 1 << 22, repeat: int = 3,
         Timed runs of each pipeline (the best time is shown).
     out : file, optional
         Where to print (nothing is printed when ``None``).
+    wide : bool
+        Print the device's name in full and long lines unwrapped; by default every line
+        has at most 100 characters (the name is shortened with ``...``).
 
     Returns
     -------
@@ -224,25 +229,42 @@ def run_demo(device: str | None = None, size: int = 1 << 22, repeat: int = 3,
     """
     import hostarray as ha
 
-    def say(msg: str = "") -> None:
+    from ._text import WIDTH, error_lines, shorten, wrap
+
+    def say(msg: str = "", indent: str = "      ") -> None:
         if out is not None:
-            print(msg, file=out, flush=True)
+            print("\n".join(wrap(msg, indent, None if wide else WIDTH)), file=out, flush=True)
+
+    def refuse(why: str) -> int:  # an error, as the command's others: on stderr, prefixed
+        if out is not None:
+            print(error_lines("demo", why, None if wide else WIDTH), file=sys.stderr,
+                  flush=True)
+        return 2
 
     t_start = time.perf_counter()
     dev = _pick_device(device)
     if dev is None:
-        say("hostarray demo needs an OpenCL device and found none: install one (e.g. "
-            "`apt-get install pocl-opencl-icd`); `hostarray devices` lists what was found")
-        return 2
+        return refuse("it needs an OpenCL device and found none: install one (e.g. "
+                      "`apt-get install pocl-opencl-icd`); `hostarray devices` lists what was "
+                      "found")
     if dev.framework != "opencl":
-        say(f"{dev} is the host; the demo runs kernels, so it needs an OpenCL device: pick one "
-            f"from `hostarray devices` (e.g. --device opencl)")
-        return 2
+        opencl = next((d for d in ha.devices() if d.framework == "opencl"), None)
+        there = (f"pass --device {opencl} (the OpenCL device here)" if opencl is not None
+                 else "there is none here: see `hostarray devices`")
+        return refuse(f"{dev} is the host; the demo runs kernels, so it needs an OpenCL "
+                      f"device: {there}")
     signal = make_signal(size)
     nbytes = signal.nbytes
-    say(f"hostarray demo on {dev} ({dev.name}), host link: {dev.link}")
-    say(f"pipeline: noisy signal, {size} float32 ({_mib(nbytes)}) -> kernel smooth -> "
-        f"numpy np.quantile(y, {QUANTILE}) -> kernel clip_above -> numpy")
+    title = f"hostarray demo on {dev} (), host link: {dev.link}"
+    name = dev.name if wide else shorten(dev.name, WIDTH - len(title))
+    say(f"hostarray demo on {dev} ({name}), host link: {dev.link}")
+    steps = (f"pipeline: noisy signal, {size} float32 ({_mib(nbytes)}) -> kernel smooth -> "
+             f"numpy np.quantile(y, {QUANTILE})", "-> kernel clip_above -> numpy")
+    if wide:
+        say(" ".join(steps))
+    else:  # the second kernel on a line of its own, under the first
+        say(steps[0], " " * 10)
+        say(" " * 10 + steps[1])
     say()
 
     t = time.perf_counter()

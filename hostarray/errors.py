@@ -1,3 +1,4 @@
+# Over 700 lines: every typed error (and the one warning) with the message it builds, in one module.
 """hostarray's typed errors, as :mod:`numpy.exceptions` is for numpy.
 
 Import them from here (``from hostarray.errors import Refused``, or
@@ -23,7 +24,14 @@ error                     builtin base      raised when
 ``LaunchFailed``          ``RuntimeError``  the device reported a launch as failed
 ``TransferDisallowed``    ``RuntimeError``  the transfer guard refused a transfer
 ``InUse``                 ``RuntimeError``  bytes an open ``cl_buffer`` block may write
+``DeviceOutOfMemory``     ``MemoryError``   no device memory for a result, even after
+                                            the device-compute pool was emptied
 ========================  ================  =========================================
+
+One warning lives here too: :class:`PerformanceWarning` (a ``UserWarning``), issued once
+per array when the user's own numpy array, still reachable, makes every launch on a
+mapped or copied link move the whole array; the standard :mod:`warnings` filters
+silence it.
 
 Each error carries the data that explains it as attributes, and builds its own
 message: ``str(e)`` is one sentence that says what was wrong and what to do
@@ -44,12 +52,18 @@ Refused alignment
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["HostPtrError", "Refused", "Refusal", "UnknownFramework", "NotHostBacked",
            "BufferExists", "InvalidDevice", "DeviceUnavailable", "BuildFailed", "BadLaunch",
-           "LaunchFailed", "TransferDisallowed", "InUse", "refusal_message", "error_message"]
+           "LaunchFailed", "TransferDisallowed", "InUse", "DeviceOutOfMemory",
+           "PerformanceWarning", "refusal_message",
+           "error_message"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +80,8 @@ class Refusal:
         For ``"size"``: the requested bytes and the device's limit (0 bytes is refused too).
     code, text : int/str or None
         For ``"backend"``: the driver's error code and text.  For ``"alignment"``, a
-        ``text`` replaces the message (a view inside a buffer says where it may start).
+        ``text`` replaces the message (a view inside a buffer says where it may start); so
+        it does for ``"device_type"`` (what the refused call needs instead).
     device_type : str or None
         For ``"device_type"``: the type of the device that can't use host memory.
 
@@ -108,6 +123,8 @@ class Refusal:
                 f"{self.limit} bytes; split the array into chunks of at most that size.")
 
     def _device_type(self) -> str:
+        if self.text:  # what the refused call needs instead, in the caller's words
+            return f"{self.text}."
         return (f"a {self.device_type} device can't use host memory; pick an OpenCL "
                 f"device from ha.devices().")
 
@@ -140,6 +157,12 @@ class HostPtrError(Exception):
     to the device), so an error unpickles also in a process that does not have the
     device.
 
+    Attributes
+    ----------
+    args : tuple
+        What the error was raised with (each subclass also names its data: see its
+        own Attributes).
+
     Examples
     --------
     >>> import hostarray as ha
@@ -160,10 +183,18 @@ class HostPtrError(Exception):
 
 
 def _by_name(value: Any) -> Any:
-    """``str(value)`` for a :class:`~hostarray.Device`, else ``value`` itself."""
-    from ._devices import Device
+    """``str(value)`` for a :class:`~hostarray.Device`, else ``value`` itself.
 
-    return str(value) if type(value) is Device else value
+    A device is known by its class's ``_pickled_by_name_in_errors`` (``True`` on
+    :class:`~hostarray.Device`), not by importing that class: this module imports nothing
+    of hostarray, as :mod:`numpy.exceptions` nothing of numpy."""
+    return str(value) if getattr(type(value), "_pickled_by_name_in_errors", False) else value
+
+
+def _from(setting: str | None) -> str:
+    """The start of a message about a device string that came from ``setting`` (an
+    environment variable and its value), else nothing."""
+    return f"{setting}: " if setting else ""
 
 
 class Refused(HostPtrError, ValueError):
@@ -209,6 +240,10 @@ class UnknownFramework(HostPtrError, ValueError):
     ----------
     framework : str
         The framework named (``"cuda"`` for ``"cuda:0"``).
+    setting : str or None
+        Where the device string came from when it was not an argument: the environment
+        variable and its value (``"HOSTARRAY_DEVICE='cuda:0'"``); the message then starts
+        with it.  ``None`` for an argument.
 
     Examples
     --------
@@ -220,13 +255,15 @@ class UnknownFramework(HostPtrError, ValueError):
     cuda
     """
 
-    def __init__(self, framework: str) -> None:
+    def __init__(self, framework: str, *, setting: str | None = None) -> None:
         super().__init__(framework)
         self.framework = framework
+        self.setting = setting
 
     def __str__(self) -> str:
-        return (f"no backend for framework {self.framework!r}; use 'cpu' or 'opencl:P:D' "
-                f"(see `hostarray devices`).")
+        return (f"{_from(self.setting)}no backend for framework {self.framework!r}; use "
+                f"'cpu', 'opencl', 'opencl:P:D' or a kind such as 'gpu' (see `hostarray "
+                f"devices`).")
 
 
 class NotHostBacked(HostPtrError, ValueError):
@@ -323,6 +360,10 @@ class InvalidDevice(HostPtrError, ValueError):
         What was given as the device.
     why : str
         Why it names no device here.
+    setting : str or None
+        Where the device string came from when it was not an argument: the environment
+        variable and its value (``"HOSTARRAY_DEVICE='cuda:0'"``); the message then starts
+        with it.  ``None`` for an argument.
 
     Examples
     --------
@@ -334,14 +375,21 @@ class InvalidDevice(HostPtrError, ValueError):
     opencl:7:9
     """
 
-    def __init__(self, spec: Any, why: str) -> None:
+    def __init__(self, spec: Any, why: str, *, setting: str | None = None) -> None:
         super().__init__(spec, why)
         self.spec = spec
         self.why = why
+        self.setting = setting
 
     def __str__(self) -> str:
-        return (f"{self.spec!r} is not a device here ({self.why}); use 'cpu', 'opencl' or "
-                f"'opencl:P:D' as listed by `hostarray devices`.")
+        said = f"{_from(self.setting)}{self.spec!r} is not a device here: {self.why}"
+        # one suggestion, never two: where the reason names what to use, only where to look
+        if "; use " in self.why:
+            return f"{said}; `hostarray devices` lists them."
+        if self.why.startswith("expected '"):  # the forms it takes, listed
+            return f"{said}, as listed by `hostarray devices`."
+        return (f"{said}; use 'cpu', 'opencl', 'opencl:P:D' or a kind such as 'gpu' or "
+                f"'opencl:cpu:0', as listed by `hostarray devices`.")
 
 
 class DeviceUnavailable(HostPtrError, RuntimeError):
@@ -355,6 +403,10 @@ class DeviceUnavailable(HostPtrError, RuntimeError):
         The device.
     why : str
         How it failed.
+    setting : str or None
+        Where the device string came from when it was not an argument: the environment
+        variable and its value (``"HOSTARRAY_DEVICE='cuda:0'"``); the message then starts
+        with it.  ``None`` for an argument.
 
     Examples
     --------
@@ -364,27 +416,37 @@ class DeviceUnavailable(HostPtrError, RuntimeError):
     (True, True)
     """
 
-    def __init__(self, device: Any, why: str) -> None:
+    def __init__(self, device: Any, why: str, *, setting: str | None = None) -> None:
         super().__init__(device, why)
         self.device = device
         self.why = why
+        self.setting = setting
 
     def __str__(self) -> str:
-        return (f"{self.device} does not work ({self.why}); pick another device from "
-                f"`hostarray devices`.")
+        return (f"{_from(self.setting)}{self.device} does not work ({self.why}); pick another "
+                f"device from `hostarray devices`.")
 
 
 class BuildFailed(HostPtrError, RuntimeError):
-    """An OpenCL program failed to build (a ``RuntimeError``).
+    """An OpenCL program failed to build (a ``RuntimeError``): the source does not
+    compile, or the driver refused the build options (``CL_INVALID_BUILD_OPTIONS``, or
+    NVIDIA's "Don't understand command line argument": then ``options`` is set, and the
+    message says "bad build options", not "fix the source").
 
     Attributes
     ----------
     device : Device or str
         Where it was built.
     log : str
-        The compiler's ``error:`` lines (the message quotes them).
+        The compiler's errors (the message quotes them): for a :class:`~hostarray.Program`,
+        each as ``error at line L, column C: ...`` with that line of the source and a
+        caret under the column, no temporary file named; for refused options, what the
+        driver said about them (PoCL: ``Invalid build option: -bogus``).
     full_log : str
         The compiler's whole log.
+    options : tuple of str or None
+        The build options the driver refused, as given to :class:`~hostarray.Program`
+        (a string split into options); ``None`` where the source failed to compile.
 
     Examples
     --------
@@ -397,13 +459,21 @@ class BuildFailed(HostPtrError, RuntimeError):
     ...         assert "nope" in e.log
     """
 
-    def __init__(self, device: Any, log: str, full_log: str = "") -> None:
+    def __init__(self, device: Any, log: str, full_log: str = "", *,
+                 options: tuple[str, ...] | None = None) -> None:
         super().__init__(device, log)
         self.device = device
         self.log = log
         self.full_log = full_log or log
+        self.options = options
 
     def __str__(self) -> str:
+        if self.options is not None:
+            said = "; ".join(self.log.splitlines()) or "it gives no reason"
+            return (f"the OpenCL program was not built on {self.device}: bad build options "
+                    f"{list(self.options)!r}, the driver refused them ({said}); pass options "
+                    f"the driver takes (a string is split as a shell would, a list is passed "
+                    f"one option per item)")
         return f"the OpenCL program failed to build on {self.device}; fix the source:\n{self.log}"
 
 
@@ -427,8 +497,17 @@ class BadLaunch(HostPtrError, TypeError):
         The argument's declared OpenCL type (a type mismatch).
     dtype : numpy.dtype or None
         The array's element type (a type mismatch).
-    limit, requested : Any
-        The device's or kernel's limit and what the launch asked for (sizes, bytes).
+    limit, requested : tuple of int or None
+        The device's or kernel's limit and what the launch asked for, where a limit
+        refused it (``None`` otherwise).  Always tuples of one length, by one rule: where
+        the limit is per dimension, one entry per dimension of the launch
+        (``requested`` the global or local size as given, ``limit`` the limit in each of
+        those dimensions: ``local_size=(1, 1, 8192)`` on a device allowing 4096 per
+        dimension gives ``limit == (4096, 4096, 4096)``, ``requested == (1, 1, 8192)``;
+        a required work-group size of more dimensions than the launch gives three, the
+        launch's sizes padded with 1 as OpenCL pads them); where the limit is a total,
+        one count each (``(n,)``: work-items, work-items per work-group, work-groups,
+        elements, ``__local`` bytes).
 
     Examples
     --------
@@ -452,11 +531,23 @@ class BadLaunch(HostPtrError, TypeError):
         self.argument = argument
         self.declared = declared
         self.dtype = dtype
-        self.limit = limit
-        self.requested = requested
+        self.limit = _ints(limit)
+        self.requested = _ints(requested)
 
     def __str__(self) -> str:
         return f"kernel {self.kernel!r} can't be launched: {self.why}"
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    """A size or a count as a tuple of ints (``BadLaunch.limit`` and ``.requested``): a
+    number gives a 1-tuple, a sequence its items, ``None`` stays ``None``."""
+    if value is None:
+        return None
+    try:
+        items = iter(value)
+    except TypeError:  # a number
+        return (int(value),)
+    return tuple(int(v) for v in items)
 
 
 class LaunchFailed(HostPtrError, RuntimeError):
@@ -606,6 +697,107 @@ class InUse(HostPtrError, RuntimeError):
                 f"when it ends; write after the block, or inside it through the raw buffer")
 
 
+class DeviceOutOfMemory(HostPtrError, MemoryError):
+    """No memory for a result or temporary of the device compute path, even after the
+    pool of idle device buffers was emptied and the allocation tried once more (a
+    ``MemoryError``: nothing was allocated, the operation did not run).
+
+    Attributes
+    ----------
+    device : Device or str
+        The device that refused the buffer.
+    nbytes : int
+        The bytes asked for.
+    freed : int
+        The bytes of idle buffers the pool gave back before trying again.
+    cause : str
+        The driver's (or the OS's) words.
+
+    Examples
+    --------
+    >>> from hostarray.errors import DeviceOutOfMemory
+    >>> e = DeviceOutOfMemory("opencl:0:0", 1 << 30, 0, "CL_MEM_OBJECT_ALLOCATION_FAILURE")
+    >>> e.nbytes, issubclass(DeviceOutOfMemory, MemoryError)
+    (1073741824, True)
+    """
+
+    def __init__(self, device: Any, nbytes: int, freed: int, cause: str = "") -> None:
+        super().__init__(device, nbytes, freed, cause)
+        self.device = device
+        self.nbytes = nbytes
+        self.freed = freed
+        self.cause = cause
+
+    def __str__(self) -> str:
+        why = f" ({self.cause})" if self.cause else ""
+        return (f"{self.device} has no memory for a {self.nbytes}-byte device result{why}, "
+                f"even after the pool gave back {self.freed} idle bytes; drop arrays you no "
+                f"longer need (del x), work in smaller pieces, or keep the work on the host "
+                f"(ha.set_device_compute_threshold(None))")
+
+
+class PerformanceWarning(UserWarning):
+    """An array adopted from the user's numpy array (``ha.asarray(a, device=dev)`` without
+    a copy) that the user still reaches: on a mapped or copied link, every launch that
+    uses it publishes all of it before and acquires all of it after (the user may read
+    or write ``a`` at any moment), where a private array moves only what changed.
+
+    Issued once per array, at the first such launch.  The remedies: drop the numpy array
+    (``del a``: the next launch sees nobody else holds the memory), or make hostarray's
+    own copy (``ha.asarray(a, device=dev, copy=True)``).  Silence it with the standard
+    filters (``warnings.filterwarnings("ignore", category=PerformanceWarning)``).
+
+    Attributes
+    ----------
+    nbytes : int
+        The bytes each launch publishes, and acquires again (the whole adopted array).
+    device : object
+        The device of the launch.
+    link : str
+        Its host link (``"mapped"`` or ``"copied"``; never issued on a shared link).
+
+    Examples
+    --------
+    >>> from hostarray.errors import PerformanceWarning
+    >>> w = PerformanceWarning(1 << 30, "opencl:0:0", "copied")
+    >>> issubclass(PerformanceWarning, UserWarning), w.nbytes
+    (True, 1073741824)
+    """
+
+    def __init__(self, nbytes: int, device: Any, link: str) -> None:
+        super().__init__(nbytes, device, link)
+        self.nbytes = nbytes
+        self.device = device
+        self.link = link
+
+    def __str__(self) -> str:
+        return (f"every launch on {self.device} ({self.link} link) publishes all "
+                f"{self.nbytes} bytes of an array adopted from a numpy array you still hold, "
+                f"and acquires what it writes (you may read or write the numpy array at any "
+                f"time); drop the numpy array (del it) or adopt a copy "
+                f"(ha.asarray(a, device=..., copy=True)) so that launches move only what "
+                f"changed")
+
+
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()  # the storages' user memory warned about
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _warn_kept_user_memory(owner: Any, nbytes: int, device: Any, link: str) -> None:
+    """Issue :class:`PerformanceWarning` for ``owner`` (a storage's record of the user's
+    memory) once, attributed to the first frame outside hostarray (the user's line, so
+    that the default filter shows it once per line of theirs); never on a shared link."""
+    if link == "shared" or owner in _WARNED:
+        return
+    frame: Any = sys._getframe(0)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(PerformanceWarning(nbytes, device, link), stacklevel=level)
+    _WARNED.add(owner)  # after: a warning raised as an error (a refused call) left no trace
+
+
 def error_message(err: BaseException) -> str:
     """One sentence that says what went wrong and what to do next: ``str(err)``
     (each error builds its own message).
@@ -614,6 +806,7 @@ def error_message(err: BaseException) -> str:
     --------
     >>> from hostarray.errors import UnknownFramework, error_message
     >>> print(error_message(UnknownFramework("cuda")))
-    no backend for framework 'cuda'; use 'cpu' or 'opencl:P:D' (see `hostarray devices`).
+    no backend for framework 'cuda'; use 'cpu', 'opencl', 'opencl:P:D' or a kind such as
+    'gpu' (see `hostarray devices`).
     """
     return str(err)

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._api._common import dev_of, host, out_device, result
+from ._api._common import dev_of, host, result
 from ._array import HostPtrArray
+from ._placement import requested_device
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -191,7 +192,7 @@ def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
     HostPtrArray([ 0.  ,  0.25, -0.5 , -0.25], dtype=float64)
     """
     return result(np.fft.fftfreq(n, d=d).astype(_freq_dtype(dtype), copy=False),
-                  out_device(device))
+                  requested_device(device))
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
@@ -205,7 +206,7 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None,
     HostPtrArray([0.  , 0.25, 0.5 ], dtype=float64)
     """
     return result(np.fft.rfftfreq(n, d=d).astype(_freq_dtype(dtype), copy=False),
-                  out_device(device))
+                  requested_device(device))
 
 
 def fftshift(x: HostPtrArray, /, *, axes: int | Sequence[int] | None = None) -> HostPtrArray:

@@ -24,6 +24,7 @@ from ._devices import Device
 from ._devices import device as _parse_device
 from ._guard import EXPLICIT
 from ._sharing import check_memory, check_storage, ensure_buffer, view_offset
+from ._storage import AFTER_DEVICE_SYNC
 from .errors import *  # noqa: F403 - the errors, re-exported under their names
 from .errors import BadLaunch, BufferExists, NotHostBacked
 
@@ -328,8 +329,16 @@ def free_buffer(x: HostPtrArray, device: Device | str) -> bool:
     ...     assert hostptr.free_buffer(x, gpu) and hostptr.host_link(x, gpu) is None
     """
     x = _array(x, "free_buffer")
+    dev = _parse_device(device)
     with EXPLICIT:
-        return x._s.free_buffer(_parse_device(device))
+        had = x._s.free_buffer(dev)
+    # Every launch that used x on dev is finished now (free_buffer waited for them, or
+    # they were known done).  The records of finished launches keep their storages alive
+    # until the host next syncs with the device; a launch that only read x leaves nothing
+    # to acquire, so without this, x's memory outlived free_buffer + del (issue 20).
+    for hook in AFTER_DEVICE_SYNC:
+        hook(dev)
+    return had
 
 
 def queue(device: Device | str) -> Any:
@@ -355,7 +364,10 @@ def queue(device: Device | str) -> Any:
 
 
 class _RawUse:
-    """Context manager behind :func:`cl_buffer`."""
+    """Context manager behind :func:`cl_buffer`: a launch (:mod:`hostarray._launch`) whose
+    enqueue is the raw code between its entry (:func:`~hostarray._launch.begin`: the
+    protocol up to the enqueue) and its exit (its :func:`~hostarray._launch.record`, of a
+    marker behind the raw code)."""
 
     def __init__(self, x: HostPtrArray, dev: Device, access: str) -> None:
         if access not in ("r", "w", "rw"):
@@ -366,35 +378,38 @@ class _RawUse:
         self.buf: Any = None  # the buffer whose (sub-)buffer the block holds
 
     def __enter__(self) -> Any:
+        from ._launch import begin
+
         x, s, a, dev = self.x, self.x._s, self.x._a, self.dev
         # refused before anything is created or published (a refused call changes nothing)
         off = view_offset(x, dev, "the array given to cl_buffer")
         if "w" in self.access and not a.flags.writeable:
             raise BadLaunch("cl_buffer", f"the array is read-only but access {self.access!r} "
                                          f"lets the device write it; use access='r'")
+        self.span = (off, off + a.nbytes)  # the bytes the block may touch
+        self.buf = None
+        try:
+            return self._begin(begin, x, s, a, dev, off)
+        except BaseException as e:
+            # a callback run as the lock was let go (a transfer-guard log handler) raised
+            # after the block began: it ends as if its body had raised, not left open
+            # (every later host write to its bytes was refused)
+            if self.buf is not None:
+                self.__exit__(type(e), e, e.__traceback__)
+            raise
+
+    def _begin(self, begin: Any, x: HostPtrArray, s: Any, a: Any, dev: Device,
+               off: int) -> Any:
         with s.lock:
-            # an open writing block elsewhere, or one on dev whose buffer was let go:
-            # refused before anything is created or published (InUse)
-            s.refuse_in_use(dev, off, off + a.nbytes, "a cl_buffer block",
-                            writes="w" in self.access)
-            buf = ensure_buffer(x, dev)  # under the lock: a free_buffer can't slip in
-            held = buf.held_overlap(off, a.nbytes)
-            if held:  # another open block's sub-buffer would be retired under its feet
-                raise BadLaunch("cl_buffer", f"the array's bytes {off}-{off + a.nbytes} "
-                                             f"overlap bytes {held[0]}-{held[1]}, which another "
-                                             f"open cl_buffer block is using; end that block "
-                                             f"first, or use the same view")
-            self.span = (off, off + a.nbytes)  # the bytes the block may touch
-            # write-only ("w") publishes nothing: the block overwrites the whole range
-            if "r" in self.access:
-                s.prepare_device_read(dev, *self.span, writes="w" in self.access)
-            else:
-                s.prepare_device_write(dev, *self.span)
+            # refused where an open writing block elsewhere, or one on dev whose buffer was
+            # let go, is in the way (InUse), or where another open block's sub-buffer would
+            # be retired under its feet (BadLaunch); the buffer made under the lock (a
+            # free_buffer can't slip in); published unless write-only ("w": the block
+            # overwrites the whole range); the handle held (a launch can't retire it)
+            handle, self.buf = begin(dev, (s, *self.span, self.access), (x, off, a.nbytes),
+                                     "a cl_buffer block")
             # whether the buffer holds the newest data when the block starts (see __exit__)
             self.held_newest = s.is_current(dev, *self.span)
-            # under the lock: a launch can't retire it between its check and this
-            handle = buf.handle(off, a.nbytes, raw=True)
-            self.buf = buf
             if "w" in self.access:
                 # until the block ends, writes to these bytes from the host or another
                 # device are refused (InUse): the block's writes land at the end
@@ -403,6 +418,8 @@ class _RawUse:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         import pyopencl as cl
+
+        from ._launch import record
 
         s = self.x._s
         marker = self.dev.runtime.last_event = cl.enqueue_marker(self.dev.runtime.queue)
@@ -427,7 +444,7 @@ class _RawUse:
                 # shared link, where it lands in host memory anyway.
                 s.discard_raw_use(self.dev, marker, off, end)  # only the block's bytes
             else:
-                s.record_launch(self.dev, marker, *self.span, writes="w" in self.access)
+                record(self.dev, marker, [(s, off, end, self.access)])
 
 
 def cl_buffer(x: HostPtrArray, device: Device | str, access: str = "rw") -> _RawUse:

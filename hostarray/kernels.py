@@ -1,3 +1,4 @@
+# Over 700 lines: the kernel API and its reference (Kernel.__call__, Program) belong together.
 """OpenCL kernels on HostPtrArrays: build, cache, launch with automatic sync.
 
 ``ha.Program(source, device=dev).NAME(global_size, *args)`` publishes what
@@ -5,37 +6,61 @@ the device must see, enqueues, and records the launch so that the host
 acquires lazily, when it next looks.  Each pointer argument's access comes
 from the kernel's own signature (``const`` means read, otherwise
 read-write) unless wrapped in :func:`read`, :func:`write` or
-:func:`readwrite`.
+:func:`readwrite`.  The arguments and sizes are checked here; the launch
+itself is :func:`hostarray._launch.launch`, the protocol generated kernels
+and ``hostptr.cl_buffer`` blocks go through too.
 """
 
 from __future__ import annotations
 
-import atexit
-import math
 import operator
 import re
+import shlex
 import threading
 import weakref
-from collections import deque
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
 
 import numpy as np
 import pyopencl as cl
 
+from . import _launch
 from ._array import HostPtrArray
+from ._buildlog import (
+    compiler_stderr_dropped,
+    source_errors,
+    source_warnings,
+    without_temporary_paths,
+)
 from ._devices import Device
 from ._devices import device as _parse_device
 from ._devices import devices as _devices
-from ._sharing import check_storage, ensure_buffer, view_offset
-from ._stats import COUNTERS
-from ._storage import AFTER_DEVICE_SYNC, locked
-from .backends.opencl import build_program, sub_range
-from .errors import BadLaunch, DeviceUnavailable, LaunchFailed, Refusal, Refused
+from ._docstrings import complete
+from ._launch import _LIMITS as _LIMITS
+from ._launch import LaunchLimits as LaunchLimits
+from ._launch import _ints, pending
+from ._launch import _non_uniform_groups as _non_uniform_groups
+from ._launch import launch_limits as launch_limits
+from ._sharing import check_storage, view_offset
+from ._sharing import ensure_buffer as ensure_buffer  # the one decision (tests check it)
+from .backends.opencl import (
+    C_TYPES,
+    DTYPES,
+    SCALAR_DTYPES,
+    element_size,
+    scalar_of,
+    sub_range,
+    typed_kernel,
+)
+from .errors import BadLaunch, BuildFailed, DeviceUnavailable, Refusal, Refused
 
 __all__ = ["Program", "Kernel", "Launch", "read", "write", "readwrite"]
 
 READ, WRITE, READWRITE = "read", "write", "readwrite"
+# a call without a global size (refused as BadLaunch, not Python's TypeError)
+_NO_SIZE: Any = type("_NoSize", (), {"__repr__": lambda self: "<no global size>"})()
+_MODE = {READ: "r", WRITE: "w", READWRITE: "rw"}  # an access as the launch protocol's mode
+_WHAT = "a launch of kernel"  # (in an InUse refusal: "a launch of kernel 'k' on opencl:0:0")
 
 
 class Access:
@@ -88,129 +113,6 @@ def readwrite(x: HostPtrArray) -> Access:
     return Access(x, READWRITE)
 
 
-_SCALAR_TYPES = {
-    "char": np.int8, "uchar": np.uint8, "unsigned char": np.uint8,
-    "short": np.int16, "ushort": np.uint16, "unsigned short": np.uint16,
-    "int": np.int32, "uint": np.uint32, "unsigned int": np.uint32,
-    "long": np.int64, "ulong": np.uint64, "unsigned long": np.uint64,
-    "float": np.float32, "double": np.float64, "half": np.float16,
-    "bool": np.int32, "size_t": np.uint64,
-}
-
-
-# OpenCL C scalar types a pointer argument may point to: (family, bytes per element)
-_C_SCALARS = {
-    "char": ("int", 1), "uchar": ("int", 1), "short": ("int", 2), "ushort": ("int", 2),
-    "int": ("int", 4), "uint": ("int", 4), "long": ("int", 8), "ulong": ("int", 8),
-    "half": ("float", 2), "float": ("float", 4), "double": ("float", 8),
-}
-_ADDRESS_SIZED = ("size_t", "ptrdiff_t", "intptr_t", "uintptr_t")
-_VECTOR = re.compile(r"^([a-z]+?)(2|3|4|8|16)$")
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|restrict|__global|global|__constant|constant)\b")
-_NUMERIC = [np.dtype(c) for c in "?bBhHiIlLqQefdFD"]
-# what to tell the user: the numpy dtype for a C type, and the C type for a dtype
-_DTYPE_FOR_C = {"char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16",
-                "int": "int32", "uint": "uint32", "long": "int64", "ulong": "uint64",
-                "half": "float16", "float": "float32", "double": "float64"}
-_C_FOR_DTYPE = {"bool": "uchar", "int8": "char", "uint8": "uchar", "int16": "short",
-                "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
-                "uint64": "ulong", "float16": "half", "float32": "float", "float64": "double",
-                "complex64": "float2", "complex128": "double2"}
-
-
-def _scalar_of(pointee: str) -> str:
-    """The OpenCL C scalar type name of a pointer's element type, as declared
-    (``"uint"`` for ``unsigned int``, ``"float"`` for ``float4``); other names as they are."""
-    t = " ".join(_QUALIFIERS.sub(" ", pointee).split())
-    if t.startswith("unsigned "):
-        t = "u" + t[9:]
-    elif t.startswith("signed "):
-        t = t[7:]
-    t = {"unsigned": "uint", "long long": "long", "ulong long": "ulong"}.get(t, t)
-    m = _VECTOR.match(t)
-    if m and m.group(1) in _C_SCALARS:
-        return m.group(1)
-    return t
-
-
-def _element_dtypes(pointee: str, address_bits: int) -> frozenset[np.dtype] | None:
-    """numpy dtypes (native byte order) an array may have to be passed as a pointer to
-    ``pointee`` (the argument's type name without ``*``), or ``None`` when any may
-    (a struct, a typedef hostarray can't see through, ``void``).
-
-    The element size must match; integers of either signedness are taken for one
-    another and ``bool`` for ``char``/``uchar``; a complex dtype passes for its
-    component type (``complex64`` for ``float``, ``float2``...).
-
-    Examples
-    --------
-    >>> from hostarray.kernels import _element_dtypes
-    >>> sorted(d.name for d in _element_dtypes("float4", 64))
-    ['complex64', 'float32']
-    >>> sorted(d.name for d in _element_dtypes("unsigned char", 64))
-    ['bool', 'int8', 'uint8']
-    >>> _element_dtypes("struct pair", 64) is None
-    True
-    """
-    base = _scalar_of(pointee)
-    if base in _ADDRESS_SIZED:
-        family, size = "int", address_bits // 8
-    elif base in _C_SCALARS:
-        family, size = _C_SCALARS[base]
-    else:
-        return None
-    if family == "int":
-        ok = [d for d in _NUMERIC if d.kind in "iu" and d.itemsize == size]
-        if size == 1:
-            ok.append(np.dtype(bool))
-    else:
-        ok = [d for d in _NUMERIC if (d.kind == "f" and d.itemsize == size)
-              or (d.kind == "c" and d.itemsize == 2 * size)]
-    return frozenset(ok)
-
-
-class _Run:
-    """What the storages of a launch track for it (their in-flight token).
-
-    Holds the event, the kernel's name and the device, not the arrays: a
-    storage refers to its tokens, so a token that referred back to storages
-    would make a reference cycle.  ``wait()`` and ``command_execution_status``
-    are the token protocol :class:`~hostarray._storage.Storage` relies on;
-    :meth:`claim_report` makes a failure reported once, by whichever of
-    :meth:`Launch.wait` or a host access meets it first."""
-
-    __slots__ = ("event", "kernel", "device", "reported")
-
-    def __init__(self, event: Any, kernel: str, device: Device) -> None:
-        self.event = event
-        self.kernel = kernel
-        self.device = device
-        self.reported = False
-
-    def wait(self) -> None:
-        self.event.wait()
-
-    @property
-    def command_execution_status(self) -> int:
-        """The event's status; after a device fault, the error the driver gives when asked
-        (NVIDIA answers clGetEventInfo with -9999 once a kernel made an illegal access)."""
-        try:
-            return int(self.event.command_execution_status)
-        except cl.Error as e:
-            code = getattr(e, "code", None)
-            return code if isinstance(code, int) and code < 0 else -1
-
-    def claim_report(self) -> bool:
-        """``True`` once: the caller reports this launch's failure; later callers don't."""
-        with _REPORT_LOCK:
-            first = not self.reported
-            self.reported = True
-        return first
-
-
-_REPORT_LOCK = threading.Lock()
-
-
 def _scalar(value: Any, dtype: np.dtype) -> Any:
     """``value`` as a scalar of ``dtype``, or ``TypeError``/``OverflowError``: never
     numpy's silent wrap-around (``np.int32(np.int64(2**40))`` is 0)."""
@@ -218,7 +120,7 @@ def _scalar(value: Any, dtype: np.dtype) -> Any:
             isinstance(value, (str, bytes, complex, np.complexfloating)):
         if isinstance(value, (bool, np.bool_)) and dtype.kind in "iub":
             return dtype.type(bool(value))
-        raise TypeError(f"{value!r} is not a {dtype.name} value")
+        raise TypeError(f"{value!r} is not {_a(dtype.name)} value")
     if dtype.kind in "iu":
         if isinstance(value, (float, np.floating)):
             if not float(value).is_integer():
@@ -235,22 +137,7 @@ def _scalar(value: Any, dtype: np.dtype) -> Any:
     return dtype.type(f)
 
 
-def _ints(size: Any) -> tuple[int, ...] | None:
-    """A launch size (an int, or a sequence of them; numpy integers too) as a tuple of
-    ints, or ``None`` where it is not made of integers (a float is not truncated)."""
-    if isinstance(size, (str, bytes)):
-        return None
-    try:
-        return (operator.index(size),)
-    except TypeError:
-        pass
-    try:
-        return tuple(operator.index(v) for v in size)
-    except TypeError:
-        return None
-
-
-class Launch:
+class Launch(_launch.Launch):
     """A kernel launch in flight.  Nothing blocks until the host looks at the data.
 
     Attributes
@@ -275,138 +162,11 @@ class Launch:
     ...     assert launch.done and launch.kernel == "one" and float(x[0]) == 1.0
     """
 
-    __slots__ = ("_run", "_keep")
-
-    def __init__(self, run: _Run, keep: list[Any]) -> None:
-        self._run = run
-        self._keep = keep  # the storages: host memory outlives the launch
-
-    @property
-    def event(self) -> Any:
-        return self._run.event
-
-    @property
-    def kernel(self) -> str:
-        return self._run.kernel
-
-    @property
-    def device(self) -> Device:
-        return self._run.device
-
-    def wait(self) -> None:
-        """Block until the launch has finished.
-
-        Raises :class:`~hostarray.hostptr.LaunchFailed` if the device reports it
-        failed, unless that failure was already raised (by an earlier ``wait()``
-        or by a host access to an array the launch used): each failure is raised
-        once."""
-        run = self._run
-        try:
-            if run.command_execution_status > cl.command_execution_status.COMPLETE:
-                COUNTERS.add(waits=1)  # blocks for a launch still queued or running
-            try:
-                run.event.wait()
-            except cl.Error:
-                if run.command_execution_status >= 0:
-                    raise
-            status = run.command_execution_status
-            if status < 0 and run.claim_report():
-                raise LaunchFailed(run.device, status, kernel=run.kernel) from None
-        finally:
-            self._keep = []
-            # the queue ran up to here: launches done before let go of their memory, and
-            # buffers that died while they ran are released if nothing runs any more
-            _after_device_sync(run.device)
-
-    @property
-    def done(self) -> bool:
-        """Whether the launch has finished (or failed: a negative status)."""
-        return self._run.command_execution_status <= cl.command_execution_status.COMPLETE
-
-    def __repr__(self) -> str:
-        return f"<Launch {self.kernel} {'done' if self.done else 'in flight'}>"
+    __slots__ = ()
+    __repr__ = _launch.Launch.__repr__  # ``<Launch NAME done>``: the class's own (docs/api.md)
 
 
-class _Pending:
-    """Launches not yet known finished, per device: they keep their storages alive."""
-
-    # Asking a launch's status costs ~1.5 us of host time on NVIDIA's driver (measured on
-    # the H200): the finished ones are let go every PRUNE_EVERY launches, not on each.
-    # Their storages outlive them by at most that many launches; every host access that
-    # waits for the device lets go of them at once (_after_device_sync).
-    PRUNE_EVERY = 8
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.launches: deque[Launch] = deque()
-        self.added = 0  # launches added since the last prune
-
-    def add(self, launch: Launch) -> None:
-        with self.lock:
-            self.added += 1
-            if self.added >= self.PRUNE_EVERY:
-                self.added = 0
-                self._prune()
-            self.launches.append(launch)
-
-    def _prune(self) -> None:
-        q = self.launches
-        while q:
-            head = q[0]
-            if head._keep:
-                # Launch.done, inlined (on every launch): finished, or failed (a negative
-                # status, or an error asking for it)
-                try:
-                    if int(head._run.event.command_execution_status) > _COMPLETE:
-                        return
-                except cl.Error:
-                    pass
-            q.popleft()._keep = []
-
-    def prune(self) -> None:
-        with self.lock:
-            self._prune()
-
-
-_PENDING: dict[Device, _Pending] = {}
-_COMPLETE = int(cl.command_execution_status.COMPLETE)
-
-
-@atexit.register
-def _finish_before_exit() -> None:
-    """Wait for every device's queue and drop what launches hold, before the interpreter
-    tears modules down in an arbitrary order (a driver may crash releasing buffers after
-    its queue or context is gone, or while commands on them still run)."""
-    from . import _devices as registry
-
-    for dev in registry._OPENCL or ():
-        rt = dev._runtime
-        if rt is None:
-            continue
-        try:
-            rt.queue.finish()
-        except Exception:  # a failed device must not turn exit into a traceback
-            continue
-        rt.graveyard = []
-    for pending in _PENDING.values():
-        pending.launches.clear()
-
-
-def _after_device_sync(key: Any) -> None:
-    # The host just synchronised with device ``key`` (an in-order queue: every
-    # launch issued there before is finished): let go of the memory they kept.
-    pending = _PENDING.get(key)
-    if pending is not None:
-        pending.prune()
-    rt = getattr(key, "_runtime", None)
-    if rt is not None:
-        rt.sweep()  # buffers that died while launches ran
-
-
-AFTER_DEVICE_SYNC.append(_after_device_sync)
-
-
-class Kernel:
+class Kernel(_launch.WorkSizes):
     """One kernel of a :class:`Program`; call it to launch.
 
     ``kernel(global_size, *args, local_size=None)``: ``global_size`` is an
@@ -419,6 +179,19 @@ class Kernel:
     and the kernel's and the device's work-group limits (read once, here);
     a refused launch raises :class:`~hostarray.hostptr.BadLaunch` and
     changes nothing.
+
+    Attributes
+    ----------
+    name : str
+        The kernel's name in the source.
+    program : Program
+        The program it belongs to.
+    device : Device
+        The device it launches on (its program's).
+    args : list of tuple
+        ``(name, kind, detail)`` per argument as declared: kind ``"buffer"`` (detail
+        ``"read"`` for a ``const`` pointer, else ``"readwrite"``), ``"scalar"`` (detail:
+        its C type) or ``"local"``.
 
     Examples
     --------
@@ -436,199 +209,209 @@ class Kernel:
     def __init__(self, program: Program, name: str) -> None:
         self.program = program
         self.name = name
-        self.device = program.device
-        self._cl = cl.Kernel(program._cl, name)
+        self.device = dev = program.device
+        cl_dev = dev._cl_device
+        # scalars declared by their type names (see backends.opencl.typed_kernel)
+        self._cl, info = typed_kernel(program._cl, name, int(cl_dev.address_bits), strict=True)
+        spec = info or []
         self._lock = threading.Lock()  # set_arg + enqueue must not interleave
-        n = self._cl.num_args
-        self.args: list[tuple[str, str, str | None]] = []  # (name, kind, access/scalar type)
-        # per pointer argument: (declared type, element dtypes it takes, or None: any)
-        self._pointee: dict[int, tuple[str, frozenset[np.dtype] | None]] = {}
-        cl_dev = self.device._cl_device
-        arg_info: Any = self._cl.get_arg_info  # pyopencl's stubs: object
-        for i in range(n):
-            addr = arg_info(i, cl.kernel_arg_info.ADDRESS_QUALIFIER)
-            tq = arg_info(i, cl.kernel_arg_info.TYPE_QUALIFIER)
-            full = arg_info(i, cl.kernel_arg_info.TYPE_NAME).strip()
-            tname = full.rstrip("*")
-            aname = arg_info(i, cl.kernel_arg_info.NAME)
-            if addr in (cl.kernel_arg_address_qualifier.GLOBAL,
-                        cl.kernel_arg_address_qualifier.CONSTANT):
-                const = bool(tq & cl.kernel_arg_type_qualifier.CONST) or \
-                    addr == cl.kernel_arg_address_qualifier.CONSTANT
-                self.args.append((aname, "buffer", READ if const else READWRITE))
-                self._pointee[i] = (" ".join(full.split()),
-                                    _element_dtypes(tname, int(cl_dev.address_bits)))
-            elif addr == cl.kernel_arg_address_qualifier.LOCAL:
-                self.args.append((aname, "local", None))
-            else:
-                self.args.append((aname, "scalar", tname.strip()))
-        # buffer arguments are unset after each enqueue (see __call__)
-        self._buffer_args = tuple(self._pointee)
+        self._kernel = (self._cl, self._lock)
+        # (name, kind, access/scalar type)
+        self.args: list[tuple[str, str, str | None]] = [a[:3] for a in spec]
         # what __call__ walks: (index, name, kind, access/scalar type, declared type,
         # dtypes taken)
-        self._spec = [(i, *a, *self._pointee.get(i, ("", None)))
-                      for i, a in enumerate(self.args)]
-        self._nargs = n
+        self._spec = [(i, *a) for i, a in enumerate(spec)]
+        # per pointer argument: (declared type, element dtypes it takes, or None: any)
+        self._pointee = {i: a[3:] for i, a in enumerate(spec) if a[1] == "buffer"}
+        # buffer arguments are unset after each enqueue (see _launch.launch)
+        self._buffer_args = tuple(i for i, a in enumerate(spec) if a[1] == "buffer")
+        self._nargs = len(spec)
         # per argument position: the last array view passed there and its checked offset in
         # its storage's buffer, ``(weakref to the view, weakref to its storage, offset)``
         # (weak: the kernel must not keep host memory alive)
-        self._views: list[tuple[Any, Any, int] | None] = [None] * n
+        self._views: list[tuple[Any, Any, int] | None] = [None] * self._nargs
         # the last launch's array arguments, checked (see _repeat): a launch passing the very
         # same arrays again skips their checks
         self._memo: tuple[Any, ...] | None = None
-        self._rt = self.device.runtime  # created once per device, never replaced
-        self._pending = _PENDING.setdefault(self.device, _Pending())
-        self._top = 2 ** int(cl_dev.address_bits)  # global sizes must fit a size_t
-        # scalars declared: pyopencl packs them directly (about 6 us less per scalar and
-        # launch than its untyped path, which tries one conversion after another)
-        self._cl.set_scalar_arg_dtypes([_SCALAR_TYPES.get(info)  # type: ignore[arg-type]
-                                        if kind == "scalar" else None
-                                        for _, kind, info in self.args])
-        # the device's and the kernel's limits, checked before anything is published
-        wg = cl.kernel_work_group_info
-        self._max_group = min(int(cl_dev.max_work_group_size),
-                              int(self._group_info(wg.WORK_GROUP_SIZE, 2**62)))
-        self._max_items = tuple(int(v) for v in cl_dev.max_work_item_sizes)
-        self._local_limit = int(cl_dev.local_mem_size)
-        # local memory the kernel declares itself (no __local argument has a size yet)
-        self._static_local = int(self._group_info(wg.LOCAL_MEM_SIZE, 0))
-        reqd = tuple(int(v) for v in self._group_info(wg.COMPILE_WORK_GROUP_SIZE, (0, 0, 0)))
-        self._reqd = reqd if any(reqd) else None  # __attribute__((reqd_work_group_size))
-
-    def _group_info(self, what: Any, default: Any) -> Any:
-        """The kernel's work-group info ``what`` on its device; ``default`` (no check)
-        where the driver does not answer."""
-        try:
-            return self._cl.get_work_group_info(what, self.device._cl_device)
-        except cl.Error:
-            return default
+        self._rt = dev.runtime  # created once per device, never replaced
+        pending(dev)  # (the device's registry of launches, made once)
+        self._init_sizes(cl_dev, program.options)
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{k}:{n}" for n, k, _ in self.args)
         return f"<Kernel {self.name}({sig}) on {self.device}>"
 
-    def _refuse(self, why: str, **data: Any) -> BadLaunch:
-        """A :class:`BadLaunch` carrying ``data`` (``argument``, ``limit``...)."""
-        return BadLaunch(self.name, why, **data)
-
     def _type_mismatch(self, aname: str, declared: str, dtype: np.dtype) -> BadLaunch:
-        base = _scalar_of(declared.rstrip("*"))
-        size = _C_SCALARS[base][1] if base in _C_SCALARS else \
-            int(self.device._cl_device.address_bits) // 8
+        base = scalar_of(declared.rstrip("*"))
+        size = element_size(base, int(self.device._cl_device.address_bits))
         held = dtype.name if dtype.isnative else f"{dtype.str} (non-native byte order)"
         fix = []
-        if base in _DTYPE_FOR_C:
-            fix.append(f"pass ha.astype(x, ha.{_DTYPE_FOR_C[base]})")
-        if dtype.isnative and dtype.name in _C_FOR_DTYPE:
-            fix.append(f"declare it {_C_FOR_DTYPE[dtype.name]}*")
+        if base in DTYPES:
+            fix.append(f"pass ha.astype({aname}, ha.{DTYPES[base].name})")
+        if dtype.isnative and dtype in C_TYPES:
+            fix.append(f"declare it {C_TYPES[dtype]}*")
         return self._refuse(f"argument {aname!r} is {declared} but the array holds {held}: "
                             f"the kernel would read and write its bytes as {size}-byte {base} "
                             f"elements; {' or '.join(fix) or 'pass an array of that type'}",
                             argument=aname, declared=declared, dtype=dtype)
 
-    def _sizes(self, global_size: Any, local_size: Any) -> tuple[tuple[int, ...], Any]:
-        if local_size is None and self._reqd is None:
-            # the common case, accepted at once: a positive int (x.size) or 1 to 3 of them
-            # (x.shape) that fit the device's size_t; anything else takes the checks below
-            top = self._top
-            t = type(global_size)
-            if t is int:
-                if 0 < global_size < top:
-                    return (global_size,), None
-            elif t is tuple and 0 < len(global_size) <= 3:
-                for g in global_size:
-                    if type(g) is not int or not 0 < g < top:
-                        break
-                else:
-                    return global_size, None
-        gs = _ints(global_size)  # ints, not int(): a float size is refused, not truncated
-        if not gs or any(g <= 0 for g in gs):
-            raise BadLaunch(self.name, f"global size {global_size!r} must be positive ints")
-        if len(gs) > 3:  # OpenCL's limit; refused here, before anything is published
-            raise BadLaunch(self.name, f"global size {gs} has {len(gs)} dimensions; OpenCL "
-                                       f"kernels take 1 to 3: flatten the index space")
-        top = self._top
-        if any(g >= top for g in gs):  # a size_t of the device; refused before publishing
-            raise self._refuse(f"global size {gs} does not fit the device's "
-                               f"{top.bit_length() - 1}-bit size_t", limit=top - 1,
-                               requested=gs)
-        reqd = self._reqd
-        if local_size is None:
-            if reqd is None:
-                return gs, None
-            need = max(d + 1 for d, r in enumerate(reqd) if r != 1)
-            if need > len(gs):
-                raise self._refuse(f"it requires work-groups of {reqd} "
-                                   f"(reqd_work_group_size) but the global size {gs} has "
-                                   f"{len(gs)} dimension(s); launch over {need} dimensions",
-                                   limit=reqd, requested=gs)
-            local_size = reqd[:len(gs)]  # the only size the driver takes
-        ls_ = _ints(local_size)
-        if ls_ is None:
-            raise BadLaunch(self.name, f"local size {local_size!r} must be positive ints, one "
-                                       f"per dimension of the global size {gs}")
-        ls = ls_
-        if len(ls) != len(gs) or any(lv <= 0 or g % lv for g, lv in zip(gs, ls)):
-            raise BadLaunch(self.name, f"global size {gs} is not a multiple of local size "
-                                       f"{ls}; round the global size up")
-        dev = self.device
-        for d, (lv, most) in enumerate(zip(ls, self._max_items)):
-            if lv > most:
-                raise self._refuse(f"local size {ls} has {lv} work-items in dimension {d}; "
-                                   f"{dev} allows at most {most} there "
-                                   f"(CL_DEVICE_MAX_WORK_ITEM_SIZES {self._max_items}): pass "
-                                   f"a smaller local_size", limit=most, requested=lv)
-        group = math.prod(ls)
-        if group > self._max_group:
-            raise self._refuse(f"local size {ls} makes work-groups of {group} work-items; this "
-                               f"kernel on {dev} takes at most {self._max_group} "
-                               f"(CL_KERNEL_WORK_GROUP_SIZE, device maximum "
-                               f"{int(dev._cl_device.max_work_group_size)}): pass a smaller "
-                               f"local_size, or local_size=None to let the driver choose",
-                               limit=self._max_group, requested=group)
-        if reqd is not None and ls + (1,) * (3 - len(ls)) != reqd:
-            raise self._refuse(f"local size {ls} differs from the work-group size {reqd} the "
-                               f"kernel requires (reqd_work_group_size); pass "
-                               f"local_size={reqd[:len(ls)]} or local_size=None",
-                               limit=reqd, requested=ls)
-        return gs, ls
+    def __call__(self, global_size: SupportsIndex | Sequence[SupportsIndex] = _NO_SIZE,
+                 *args: Any, local_size: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                 **keywords: Any) -> Launch:
+        """Launch the kernel over ``global_size`` work-items: ``k(global_size, *args,
+        local_size=None)``.
 
-    def __call__(self, global_size: SupportsIndex | Sequence[SupportsIndex], *args: Any,
-                 local_size: SupportsIndex | Sequence[SupportsIndex] | None = None) -> Launch:
-        dev = self.device
+        hostarray's form differs from pyopencl's ``k(queue, global_size, local_size,
+        *args)``: there is no queue (a kernel launches in its device's one in-order queue)
+        and the local size is a keyword.  Before the launch, the host's writes to every
+        array argument that the kernel may read are published (only the byte ranges the
+        device lacks); after it, the arrays it may write are the device's until the host
+        looks at them, which acquires them then (a host read waits for the launch by
+        itself).  It returns at once.
+
+        Parameters
+        ----------
+        global_size : int or sequence of int
+            The number of work-items: one positive integer, or a sequence of 1 to 3 of
+            them, one per dimension (``x.shape``; Python or numpy integers; a float is
+            refused, not truncated).
+        *args
+            One per kernel argument, in the declaration's order:
+
+            * a pointer (``__global``/``__constant``): a HostPtrArray on the kernel's
+              device (or on the host: it is then used where it is, attached to the
+              device), whose element type the declaration takes; a view passes its own
+              elements.  ``const`` in the declaration means the kernel only reads it.
+              Wrap it to say more: ``ha.read(x)`` (published, not acquired after: the
+              host copy stays current), ``ha.write(x)`` (not published: the kernel
+              overwrites every element; refused for a ``const`` pointer),
+              ``ha.readwrite(x)``.
+            * a scalar: a Python or numpy number, converted to the declared type.  An
+              integer type (``int``, ``uint``, ``long`` ...) takes an integer (or a
+              float without a fraction) exactly, or refuses it (no wrap-around, no
+              truncation of a fraction).  A floating-point type (``float``, ``double``)
+              takes any real number rounded to the nearest value of that type (``0.1``
+              to float's nearest, ``16777217`` to ``16777216.0``), and refuses a finite
+              value beyond its range (``1e300`` for ``float``); ``inf`` and ``nan``
+              pass.  A boolean passes as 0 or 1 to an integer type and is refused by a
+              floating-point one; complex numbers, strings and ``None`` are refused.
+            * a ``__local`` pointer: ``pyopencl.LocalMemory(nbytes)``.
+        **keywords
+            None are taken: a kernel's arguments are positional, in the declaration's
+            order (a keyword argument is refused with the kernel's signature).
+        local_size : int or sequence of int, optional
+            The work-group size, one positive integer per dimension of ``global_size``;
+            ``None`` lets the driver choose (or uses the kernel's
+            ``reqd_work_group_size``).  A keyword: a positional local size (pyopencl's
+            habit) is refused with the call to write.
+
+        Returns
+        -------
+        Launch
+            The launch in flight (``launch.wait()``, ``launch.done``); keeping it is
+            optional.
+
+        Raises
+        ------
+        BadLaunch
+            Wrong number or kind of arguments, no global size, arguments passed as
+            keywords (also pyopencl's call form: the message gives hostarray's, with the
+            kernel's signature), an array of another element type than declared, an
+            array on another device, a scalar that does not fit its type, sizes that
+            are not positive integers or above the device's or kernel's limits
+            (``e.limit``, ``e.requested``), ``__local`` memory above the device's.
+            Nothing is published and nothing changes.
+        NotHostBacked
+            An array argument that is not one contiguous range of its memory (a
+            strided or reversed view).
+        Refused
+            The device can't use an argument's memory (``e.reason`` says why).
+        InUse
+            An argument's bytes are held by an open :func:`hostarray.hostptr.cl_buffer`
+            block of another device.
+        LaunchFailed
+            Not from this call: the device reports a failed launch at the first host
+            access to an array it used, or at ``launch.wait()``.
+
+        Examples
+        --------
+        >>> import numpy as np, hostarray as ha
+        >>> gpu = ha.devices()[-1]
+        >>> if gpu.framework == "opencl":
+        ...     prg = ha.Program("__kernel void scale(__global float *y, const float a, "
+        ...                      "__global const float *x) "
+        ...                      "{ size_t i = get_global_id(0); y[i] = a * x[i]; }",
+        ...                      device=gpu)
+        ...     x = ha.asarray(np.arange(8, dtype=np.float32), device=gpu)
+        ...     y = ha.empty(8, dtype=ha.float32, device=gpu)
+        ...     launch = prg.scale(y.shape, ha.write(y), 2.0, x)   # returns at once
+        ...     assert np.asarray(y).tolist() == [2.0 * i for i in range(8)]
+        """
         rt = self._rt
         if rt.graveyard:
             rt.sweep()
+        if keywords or global_size is _NO_SIZE:  # (Python's bare TypeError otherwise)
+            raise self._wrong_call(global_size, args, keywords)
         if len(args) != self._nargs:
-            raise BadLaunch(self.name, f"it takes {len(self.args)} arguments "
-                                       f"({', '.join(a[0] for a in self.args)}), got {len(args)}")
-        gs, ls = self._sizes(global_size, local_size)
-        again = self._repeat(args)
-        if again is not None:
-            values, storages = again
-        else:
-            values, storages = self._checked(dev, args)
-        # one storage: its lock alone; others: in one global order (no deadlock)
-        with storages[0][0].lock if len(storages) == 1 else locked(u[0] for u in storages):
-            run = self._enqueue(dev, rt, gs, ls, values, storages)
-        COUNTERS.launched()
-        launch = Launch(run, [storages[0][0]] if len(storages) == 1 else
-                        [u[0] for u in storages])
-        self._pending.add(launch)
+            raise self._wrong_call(global_size, args)
+        try:
+            gs, ls = self._sizes(global_size, local_size)
+        except BadLaunch:
+            if _is_queue(global_size):
+                raise self._wrong_call(global_size, args) from None
+            raise
+        checked = self._repeat(args)
+        if checked is None:
+            checked = self._checked(self.device, args)
+        values, uses, storages = checked
+        launch: Launch = _launch.launch(self.device, rt, self._kernel, self.name, gs, ls,
+                                        values, uses, storages, None, None,
+                                        self._buffer_args, _WHAT, Launch)
         return launch
 
+    def _wrong_call(self, global_size: Any, args: tuple[Any, ...],
+                    keywords: dict[str, Any] | None = None) -> BadLaunch:
+        """The refusal of a call with the wrong number of arguments, keyword arguments, no
+        global size, or in pyopencl's form ``kernel(queue, global_size, local_size,
+        *args)``: then it says hostarray's."""
+        names = ", ".join(a[0] for a in self.args)
+        count = (f"it takes {self._nargs} argument{'s' if self._nargs != 1 else ''} "
+                 f"({names}) after the global size, got {len(args)}")
+        call = f"{self.name}(global_size, {names + ', ' if names else ''}local_size=None)"
+        if global_size is _NO_SIZE:
+            return BadLaunch(self.name, f"it was called without a global size (the number "
+                                        f"of work-items, e.g. x.shape); call {call}")
+        if keywords:
+            given = ", ".join(f"{k}=" for k in keywords)
+            return BadLaunch(self.name, f"its arguments are passed by position, in the "
+                                        f"declaration's order, not as keywords ({given}); "
+                                        f"call {call}")
+        if _is_queue(global_size):
+            return BadLaunch(self.name, f"it was called as pyopencl's kernels are, with a "
+                                        f"queue first; hostarray's kernels take no queue (each "
+                                        f"launches on its program's device, in that device's "
+                                        f"queue) and the local size as a keyword: call {call}")
+        if len(args) == self._nargs + 1 and (args[0] is None or _ints(args[0]) is not None):
+            return BadLaunch(self.name, f"{count}: the {args[0]!r} after the global size looks "
+                                        f"like pyopencl's local size; here it is a keyword: "
+                                        f"call {call}")
+        return BadLaunch(self.name, count)
+
     def _checked(self, dev: Device, args: tuple[Any, ...]
-                 ) -> tuple[list[Any], list[list[Any]]]:
-        """Every argument checked (the typed refusals), as ``values`` (``(array, offset,
-        nbytes)`` per pointer) and the storages with the spans each launch argument uses;
-        remembered for :meth:`_repeat`."""
+                 ) -> tuple[list[Any], list[Any], list[Any]]:
+        """Every argument checked (the typed refusals), as ``(values, uses, storages)`` for
+        :func:`hostarray._launch.launch`: ``(array, offset, nbytes)`` per pointer, a use
+        ``(storage, lo, hi, mode)`` per pointer, each storage once; remembered for
+        :meth:`_repeat`."""
         values: list[Any] = []
-        uses: dict[int, list[Any]] = {}  # id(storage) -> [storage, spans (lo, hi, mode)]
+        uses: list[Any] = []
+        spans: dict[int, list[Any]] = {}  # id(storage) -> its uses so far
+        storages: list[Any] = []
         local_bytes = 0
         views = self._views
         for (i, aname, kind, info, declared, takes), arg in zip(self._spec, args):
             if kind == "buffer":
-                mode = info
+                mode: Any = info
                 if isinstance(arg, Access):
                     if mode == READ and arg.mode == WRITE:
                         # write-only skips the publish: the kernel would read stale bytes,
@@ -668,19 +451,21 @@ class Kernel:
                 if dev not in s.buffers:
                     check_storage(s, dev, id(arg))
                 nbytes = a.nbytes
+                m = _MODE[mode]
                 values.append((arg, off, nbytes))  # its buffer once every arg is checked
-                u = uses.get(id(s))
+                uses.append((s, off, off + nbytes, m))
+                u = spans.get(id(s))
                 if u is None:
-                    uses[id(s)] = [s, [(off, off + nbytes, mode)]]
+                    spans[id(s)] = [(off, off + nbytes, m)]
+                    storages.append(s)
                     continue
-                span = (off, off + nbytes, mode != READ)
-                for lo, hi, other_mode in u[1]:
-                    if (lo, hi) == span[:2] or hi <= span[0] or span[1] <= lo:
+                writes = m != "r"
+                for lo, hi, other in u:
+                    if (lo, hi) == (off, off + nbytes) or hi <= off or off + nbytes <= lo:
                         continue
-                    other_writes = other_mode != READ
                     # a buffer and an overlapping sub-buffer of it in one launch: OpenCL
                     # leaves that undefined when either is written (and NVIDIA crashes)
-                    if other_writes or span[2]:
+                    if other != "r" or writes:
                         raise BadLaunch(self.name, f"argument {aname!r} overlaps another "
                                                    f"argument's part of the same array and one "
                                                    f"of them is written; pass the whole array "
@@ -694,11 +479,11 @@ class Kernel:
                             sub_range(off, nbytes, dev.alignment, s.nbytes):
                         raise self._refuse(
                             f"argument {aname!r} and another argument are overlapping parts of "
-                            f"the same array (bytes {span[0]}-{span[1]} and {lo}-{hi}): they "
+                            f"the same array (bytes {off}-{off + nbytes} and {lo}-{hi}): they "
                             f"would need two overlapping sub-buffers, which hostarray never "
                             f"keeps at once; pass the whole array once with an offset "
                             f"argument, or a copy of one part", argument=aname)
-                u[1].append((off, off + nbytes, mode))
+                u.append((off, off + nbytes, m))
             elif kind == "local":
                 if not isinstance(arg, cl.LocalMemory):
                     raise BadLaunch(self.name, f"argument {aname!r} is __local: pass "
@@ -722,28 +507,30 @@ class Kernel:
                                f"pyopencl.LocalMemory sizes or shrink the kernel's __local "
                                f"arrays", limit=self._local_limit,
                                requested=local_bytes + self._static_local)
-        self._remember(args, values, uses)
-        return values, list(uses.values())
+        self._remember(args, values, uses, storages)
+        return values, uses, storages
 
     def _scalar_arg(self, aname: str, info: Any, arg: Any) -> Any:
         """``arg`` as the kernel's scalar argument ``aname`` of C type ``info``, or the
         typed refusal."""
+        t = SCALAR_DTYPES.get(info)
+        if t is None:  # a struct, a vector type, ... passed by value
+            raise BadLaunch(self.name, f"argument {aname!r} is passed by value as {info}, a "
+                                       f"type hostarray can't pass (only scalars of the "
+                                       f"OpenCL C number types); declare it a __global "
+                                       f"pointer to {info} and pass an array",
+                                       argument=aname, declared=info)
         if isinstance(arg, (HostPtrArray, Access, np.ndarray)):
-            raise BadLaunch(self.name, f"argument {aname!r} is a {info} scalar, not an array",
+            raise BadLaunch(self.name, f"argument {aname!r} is {_a(info)} scalar, not an array",
                             argument=aname)
-        t = _SCALAR_TYPES.get(info)
-        if t is None:
-            raise BadLaunch(self.name, f"argument {aname!r} has type {info}, which "
-                                       f"hostarray can't pass; use a scalar or pointer",
-                                       argument=aname)
         try:
-            return _scalar(arg, np.dtype(t))
+            return _scalar(arg, t)
         except (TypeError, ValueError, OverflowError) as e:
-            raise self._refuse(f"argument {aname!r} needs a {info}: {e}",
+            raise self._refuse(f"argument {aname!r} needs {_a(info)}: {e}",
                                argument=aname, declared=info) from None
 
-    def _repeat(self, args: tuple[Any, ...]) -> tuple[list[Any], list[list[Any]]] | None:
-        """``(values, storages)`` as the checks of ``__call__`` would give them, where every
+    def _repeat(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any]] | None:
+        """``(values, uses, storages)`` as :meth:`_checked` would give them, where every
         pointer argument is the very array the last checked launch passed there (a plain
         HostPtrArray, still with a buffer on the device) and there is no ``__local``
         argument; else ``None``.  What those checks read can't have changed: an array's
@@ -753,114 +540,114 @@ class Kernel:
         memo = self._memo
         if memo is None:
             return None
-        refs, spans, kinds = memo
         dev = self.device
         values: list[Any] = []
-        for arg, ref, kind in zip(args, refs, kinds):
-            if ref is None:
-                values.append(self._scalar_arg(kind[0], kind[1], arg))
+        uses: list[Any] = []
+        storages: list[Any] = []
+        for arg, ref in zip(args, memo):
+            if len(ref) == 2:  # a scalar: (name, type)
+                values.append(self._scalar_arg(ref[0], ref[1], arg))
                 continue
             # the same array over the same view (hostptr.install gives an array new memory)
             # (a dead array's weak reference gives None: so might the argument)
-            same = ref[0]()
-            if same is None or arg is not same or arg._a is not ref[1]() or \
-                    dev not in arg._s.buffers:
+            array, view, off, nbytes, hi, m, first = ref
+            same = array()
+            if same is None or arg is not same or arg._a is not view() or \
+                    dev not in (s := arg._s).buffers:
                 return None
-            values.append((arg, ref[2], ref[3]))
-        return values, [[args[j]._s, s] for j, s in spans]
+            values.append((arg, off, nbytes))
+            uses.append((s, off, hi, m))
+            if first:  # the first argument over its storage
+                storages.append(s)
+        return values, uses, storages
 
-    def _remember(self, args: tuple[Any, ...], values: list[Any],
-                  uses: dict[int, list[Any]]) -> None:
+    def _remember(self, args: tuple[Any, ...], values: list[Any], uses: list[Any],
+                  storages: list[Any]) -> None:
         """Keep what :meth:`_repeat` needs of this checked launch (weakly: the kernel must
-        not keep host memory alive)."""
-        refs: list[Any] = []
-        kinds: list[Any] = []
-        first: dict[int, int] = {}  # id(storage) -> the position of its first argument
-        for j, ((_, aname, kind, info, _, _), arg, v) in enumerate(zip(self._spec, args,
-                                                                       values)):
+        not keep host memory alive): per pointer argument ``(weakref to the array, weakref
+        to its view, offset, nbytes, end, mode, whether it is the first over its storage)``,
+        per scalar ``(name, type)``."""
+        memo: list[Any] = []
+        firsts = {id(s) for s in storages}
+        it = iter(uses)
+        for (_, aname, kind, info, _, _), arg, v in zip(self._spec, args, values):
             if kind == "local" or (kind == "buffer" and type(arg) is not HostPtrArray):
                 self._memo = None
                 return
             if kind == "buffer":
-                refs.append((weakref.ref(arg), weakref.ref(arg._a), v[1], v[2]))
-                kinds.append(None)
-                first.setdefault(id(arg._s), j)
+                s, _, _, m = next(it)
+                first = id(s) in firsts
+                firsts.discard(id(s))
+                memo.append((weakref.ref(arg), weakref.ref(arg._a), v[1], v[2], v[1] + v[2], m,
+                             first))
             else:
-                refs.append(None)
-                kinds.append((aname, info))
-        self._memo = (refs, [(first[k], u[1]) for k, u in uses.items()], kinds)
+                memo.append((aname, info))
+        self._memo = tuple(memo)
 
-    def _enqueue(self, dev: Device, rt: Any, gs: tuple[int, ...], ls: Any, values: list[Any],
-                 storages: list[list[Any]]) -> _Run:
-        """The checked launch, under the locks of its storages: publish what the device
-        lacks, enqueue, record.  ``values`` holds ``(array, offset, nbytes)`` per pointer
-        argument, the value itself for the others."""
-        # buffers looked up (created on first use) under the locks: another thread's
-        # free_buffer can't drop one between here and the enqueue
-        args: list[Any] = []
-        for v in values:
-            if type(v) is tuple:
-                x = v[0]
-                buf = x._s.buffers.get(dev)
-                if buf is None:
-                    buf = ensure_buffer(x, dev)
-                args.append((buf, v[1], v[2]))
-            else:
-                args.append(v)
-        # a sub-buffer an open hostptr.cl_buffer block holds can't be retired for this
-        # launch's overlapping one: refused before anything moves
-        for v in args:
-            if type(v) is tuple and (held := v[0].held_overlap(v[1], v[2])):
-                raise BadLaunch(self.name, f"an argument's part of its array (bytes "
-                                           f"{v[1]}-{v[1] + v[2]}) overlaps bytes "
-                                           f"{held[0]}-{held[1]}, which an open "
-                                           f"hostptr.cl_buffer block is using; launch "
-                                           f"after the block, or on the same view")
-        # an access that conflicts with an open cl_buffer block (a write, where the block
-        # is on another device; Coherence.raw_block_in_the_way): refused before anything
-        # moves (InUse)
-        for s, spans in storages:
-            if s.coh is not None and s.coh.raw_blocks:
-                what = f"a launch of kernel {self.name!r} on {dev}"
-                for lo, hi, mode in spans:
-                    s.refuse_in_use(dev, lo, hi, what, writes=mode != READ)
-        # only the bytes each argument covers move; write-only (ha.write) publishes
-        # nothing: the kernel overwrites its whole range
-        for s, spans in storages:
-            for lo, hi, mode in spans:
-                if mode != WRITE:
-                    s.prepare_device_read(dev, lo, hi, mode != READ)
-                else:
-                    s.prepare_device_write(dev, lo, hi)
-        cl_args = [v[0].handle(v[1], v[2]) if type(v) is tuple else v for v in args]
-        k = self._cl
-        with self._lock:
-            try:
-                k.set_args(*cl_args)
-                ev = rt.last_event = cl.enqueue_nd_range_kernel(rt.queue, k, gs, ls)
-            except cl.Error as e:
-                raise BadLaunch(self.name, f"the driver refused the launch: {e}") from None
-            finally:
-                # The enqueued command holds its own arguments.  The kernel object
-                # must not go on naming these memory objects: it would keep them
-                # (and the host memory under them) alive until the next launch, and
-                # once released a stale argument crashed NVIDIA's driver.  A NULL
-                # buffer argument is valid OpenCL for __global/__constant pointers.
-                for j in self._buffer_args:
-                    k.set_arg(j, None)
-        # the sub-buffers remember their newest command: retiring one waits for it
-        for v in args:
-            if type(v) is tuple:
-                v[0].used(v[1], v[2], ev)
-        run = _Run(ev, self.name, dev)
-        for s, spans in storages:
-            for lo, hi, mode in spans:
-                if mode == READ:
-                    s.record_launch(dev, run, lo, hi, False)
-            for lo, hi, mode in spans:
-                if mode != READ:
-                    s.record_launch(dev, run, lo, hi, True)
-        return run
+
+def _is_queue(obj: Any) -> bool:
+    """Whether ``obj`` is a pyopencl command queue (the first argument of pyopencl's call
+    form of a kernel)."""
+    return isinstance(obj, cl.CommandQueue)
+
+
+def _build_options(options: Any) -> tuple[str, ...]:
+    """``Program``'s ``options`` as a tuple of strings: a string split as a shell would
+    (:func:`shlex.split`, as pyopencl splits one; iterating it would give one "option" per
+    character), a sequence of strings as it is, ``None`` as none.
+
+    Examples
+    --------
+    >>> from hostarray.kernels import _build_options
+    >>> _build_options("-DV=4 -DNAME='a b'")
+    ('-DV=4', '-DNAME=a b')
+    >>> _build_options(["-DV=4"])
+    ('-DV=4',)
+    """
+    if options is None:
+        return ()
+    if isinstance(options, str):
+        try:
+            opts = tuple(shlex.split(options))
+        except ValueError as e:  # an unclosed quote
+            raise ValueError(f"build options {options!r} do not split as a shell would "
+                             f"({e}); pass a list of strings") from None
+    elif isinstance(options, (bytes, bytearray)) or not isinstance(options, Sequence):
+        raise TypeError(f"build options must be a string or a sequence of strings, not "
+                        f"{type(options).__name__}")
+    else:
+        for o in options:
+            if not isinstance(o, str):
+                raise TypeError(f"build options must be strings: {o!r} in {list(options)!r} "
+                                f"is {_a(type(o).__name__)}")
+        opts = tuple(options)
+    if opts and opts[-1] in _TAKES_ARGUMENT:
+        # the driver would take the next option on its command line as the argument (the
+        # include path pyopencl adds after the user's options) and refuse that instead
+        last = opts[-1]
+        raise ValueError(f"build option {last!r} at the end of {list(opts)!r} has no "
+                         f"argument: it needs {_TAKES_ARGUMENT[last]} ({last} X or {last}X, "
+                         f"or two items of a list: [{last!r}, 'X'])")
+    return opts
+
+
+# the OpenCL build options that take their argument as the next option
+_TAKES_ARGUMENT = {"-I": "a directory to search for #include files",
+                   "-D": "a macro definition (NAME or NAME=VALUE)"}
+
+
+def _a(word: str) -> str:
+    """``word`` after its indefinite article: "an int", "a uint", "a float".
+
+    Examples
+    --------
+    >>> from hostarray.kernels import _a
+    >>> _a("int"), _a("uint"), _a("unsigned int"), _a("float"), _a("HostPtrArray")
+    ('an int', 'a uint', 'an unsigned int', 'a float', 'a HostPtrArray')
+    """
+    # uint, uchar, ushort, ulong start with a "you" sound; other vowels take "an"
+    vowel = word[:1].lower() in "aeiou" and not re.match(r"u(?:int|char|short|long)", word)
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 class Program:
@@ -876,8 +663,10 @@ class Program:
     device : Device or str, optional
         Where to build; defaults to the default device if it is an OpenCL
         device, otherwise the first working OpenCL device.
-    options : sequence of str, optional
-        Extra build options (``-cl-kernel-arg-info`` is always added).
+    options : str or sequence of str, optional
+        Extra build options (``-cl-kernel-arg-info`` is always added).  A string is split
+        as a shell would (:func:`shlex.split`, as pyopencl does): ``"-DN=4 -DT=float"``
+        and ``["-DN=4", "-DT=float"]`` are the same options.
 
     Attributes
     ----------
@@ -885,16 +674,34 @@ class Program:
         The OpenCL device the program was built for; its kernels launch there.
     source : str
         The OpenCL C source, as given.
+    options : tuple of str
+        The extra build options, one per item (a string given split).
+    build_log : str
+        The driver's build log (``""`` where the compiler said nothing).
+    warnings : tuple of str
+        The compiler's warnings, in the excerpt form of a build failure.  A build that
+        succeeds with warnings never raises or warns (not under ``-W error`` either:
+        pyopencl's ``CompilerWarning`` is not emitted); read them here.
 
     Raises
     ------
     BuildFailed
-        The source does not compile; ``e.log`` has the compiler's errors.
+        The source does not compile; ``e.log`` has the compiler's errors, each with
+        its line of ``source`` and a caret under the column (``error at line 3, column
+        12: ...``; nothing is printed to stderr).  Or the driver refused the build
+        options (``e.options`` names them, the message says "bad build options").
+    TypeError
+        ``source`` is not a string (bytes are decoded as UTF-8), or ``options`` is
+        neither a string nor a sequence of strings.
+    ValueError
+        ``options`` is a string that does not split as a shell would (an unclosed
+        quote), or ends with ``-I`` or ``-D`` without its argument.
     Refused
-        ``device`` is the host (``e.reason.kind == "device_type"``), as for
-        :func:`hostarray.hostptr.attach`.
+        ``device`` is the host (``e.reason.kind == "device_type"``): a Program needs an
+        OpenCL device.
     DeviceUnavailable
-        No ``device`` given and no working OpenCL device is found.
+        No ``device`` given and no working OpenCL device is found; or pyopencl does not
+        import (the message names the import error and the fix).
 
     Examples
     --------
@@ -910,7 +717,14 @@ class Program:
     """
 
     def __init__(self, source: str, device: Device | str | None = None,
-                 options: Sequence[str] = ()) -> None:
+                 options: str | Sequence[str] | None = ()) -> None:
+        if isinstance(source, (bytes, bytearray)):
+            source = bytes(source).decode("utf-8")
+        if not isinstance(source, str):  # (pyopencl failed deep inside on 5 or None)
+            raise TypeError(f"source must be OpenCL C source as a str, not "
+                            f"{type(source).__name__}; pass the program's text, e.g. "
+                            f"ha.Program(open('k.cl').read())")
+        opts_given = _build_options(options)  # refused before any device is looked up
         dev: Device | None
         if device is None:
             dev = _parse_device(None)
@@ -921,19 +735,27 @@ class Program:
                                                       "install one (e.g. pocl-opencl-icd)")
         else:
             dev = _parse_device(device)
-        if dev.framework != "opencl":  # the host: the one error attach gives for it too
-            raise Refused(dev, Refusal("device_type", device_type=dev.type))
+        if dev.framework != "opencl":  # the host
+            raise Refused(dev, Refusal("device_type", device_type=dev.type,
+                                       text=f"{dev} is the host; a Program needs an OpenCL "
+                                            f"device, e.g. 'opencl'"))
         self.device = dev
         self.source = source
-        opts = ("-cl-kernel-arg-info", *options)
+        self.options = opts_given
+        opts = ("-cl-kernel-arg-info", *opts_given)
         rt = dev.runtime
-        key = (source, opts)
-        with rt.lock:
-            cached = rt.programs.get(key)
-            if cached is None:
-                cached = rt.programs[key] = [build_program(rt.context, source, list(opts),
-                                                           str(dev)), {}]
-        self._cl, self._kernels = cached
+        hit = getattr(rt, "programs", {}).get((source, opts))
+        if hit is None:  # a build: the compiler may fail, and print behind the exception
+            try:
+                with compiler_stderr_dropped():
+                    hit = rt.program(source, opts, opts_given)
+            except BuildFailed as e:
+                if e.options is not None:
+                    raise
+                # the errors against the user's own lines, not the driver's temporary file
+                raise BuildFailed(e.device, source_errors(e.full_log, source, opts_given)
+                                  or without_temporary_paths(e.log), e.full_log) from None
+        self._cl, self._kernels = hit
         self._kernel_lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Kernel:
@@ -952,6 +774,59 @@ class Program:
         return k
 
     @property
+    def build_log(self) -> str:
+        """The driver's build log for this program: ``""`` where the compiler said nothing.
+
+        A build that succeeds with warnings emits no Python warning (pyopencl's
+        ``CompilerWarning`` is not raised, with ``-W error`` either): they are here and in
+        :attr:`warnings`.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> if any(d.framework == "opencl" for d in ha.devices()):
+        ...     prg = ha.Program("__kernel void k(__global float *x) { x[0] = 1; }")
+        ...     print(isinstance(prg.build_log, str))
+        ... else:
+        ...     print(True)
+        True
+        """
+        try:
+            log = self._cl.get_build_info(self.device.runtime.cl_device,
+                                          cl.program_build_info.LOG)
+        except cl.Error:
+            return ""
+        return str(log or "").strip()
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The compiler's warnings for this program, each as ``warning at line L, column C:
+        message`` with that line of the source and a caret under the column (the form of a
+        :class:`~hostarray.errors.BuildFailed` message); ``()`` where there are none.
+        They come from the driver's build log (:attr:`build_log`); Debian's PoCL 3.1 keeps
+        the log of a context's first program that had one and gives it for later builds
+        too, so there a later program may show an earlier one's warnings.
+
+        Examples
+        --------
+        >>> import hostarray as ha
+        >>> if any(d.framework == "opencl" for d in ha.devices()):
+        ...     prg = ha.Program('__kernel void k(__global float *x) {\\n'
+        ...                      '#warning "check this"\\n  x[0] = 1;\\n}')
+        ...     print(prg.warnings[0].split(":")[0])
+        ... else:
+        ...     print('warning at line 2, column 2')
+        warning at line 2, column 2
+        """
+        return source_warnings(self.build_log, self.source, self.options)
+
+    @property
     def kernel_names(self) -> list[str]:
         """Names of the program's kernels."""
         return [n for n in self._cl.kernel_names.split(";") if n]
+
+
+# the kernel API loads on first use, after the namespace completed its docstrings
+for _marker in (read, write, readwrite):
+    complete(_marker, _marker.__name__)
+del _marker

@@ -10,10 +10,10 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from ._api._common import dev_of, device_of, host, result
+from ._api._common import dev_of, host, result
 from ._api.linalg_main import matmul, matrix_transpose, tensordot, vecdot
-from ._api.statistical import device_reduction
 from ._array import HostPtrArray
+from ._placement import device_newest, result_device, try_device
 
 __all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv",
            "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer",
@@ -26,6 +26,13 @@ builtin_max = max
 
 class EigResult(NamedTuple):
     """Result of :func:`eig`: ``(eigenvalues, eigenvectors)``, also by name.
+
+    Attributes
+    ----------
+    eigenvalues : HostPtrArray
+        The eigenvalues (complex).
+    eigenvectors : HostPtrArray
+        The eigenvectors, one per column.
 
     Examples
     --------
@@ -42,6 +49,13 @@ class EigResult(NamedTuple):
 class EighResult(NamedTuple):
     """Result of :func:`eigh`: ``(eigenvalues, eigenvectors)``, also by name.
 
+    Attributes
+    ----------
+    eigenvalues : HostPtrArray
+        The eigenvalues, ascending.
+    eigenvectors : HostPtrArray
+        The orthonormal eigenvectors, one per column.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -56,6 +70,13 @@ class EighResult(NamedTuple):
 
 class QRResult(NamedTuple):
     """Result of :func:`qr`: ``(Q, R)``, also by name.
+
+    Attributes
+    ----------
+    Q : HostPtrArray
+        The matrix with orthonormal columns.
+    R : HostPtrArray
+        The upper-triangular matrix.
 
     Examples
     --------
@@ -73,6 +94,13 @@ class QRResult(NamedTuple):
 class SlogdetResult(NamedTuple):
     """Result of :func:`slogdet`: ``(sign, logabsdet)``, also by name.
 
+    Attributes
+    ----------
+    sign : HostPtrArray
+        The sign of the determinant (0 for a singular matrix).
+    logabsdet : HostPtrArray
+        The natural logarithm of its absolute value.
+
     Examples
     --------
     >>> import hostarray as ha
@@ -87,6 +115,15 @@ class SlogdetResult(NamedTuple):
 
 class SVDResult(NamedTuple):
     """Result of :func:`svd`: ``(U, S, Vh)``, also by name.
+
+    Attributes
+    ----------
+    U : HostPtrArray
+        The left singular vectors.
+    S : HostPtrArray
+        The singular values, descending.
+    Vh : HostPtrArray
+        The right singular vectors, transposed (conjugated).
 
     Examples
     --------
@@ -130,7 +167,7 @@ def cross(x1: HostPtrArray, x2: HostPtrArray, /, *, axis: int = -1) -> HostPtrAr
     HostPtrArray([0, 0, 1], dtype=int64)
     """
     a, b = host(x1), host(x2)
-    dev = device_of(x1, x2)
+    dev = result_device(x1, x2)
     if a.ndim == 0 or b.ndim == 0 or a.shape[axis] != 3 or b.shape[axis] != 3:
         raise ValueError("cross needs vectors of size 3 along axis")
     # the standard broadcasts all other axes and keeps axis in place
@@ -273,7 +310,7 @@ def matrix_rank(x: HostPtrArray, /, *, rtol: float | HostPtrArray | None = None)
     else:
         r = np.asarray(host(rtol) if isinstance(rtol, HostPtrArray) else rtol)
         tol = s.max(axis=-1, keepdims=True) * r[..., np.newaxis]
-    return result(np.count_nonzero(s > tol, axis=-1).astype(np.int64), device_of(x, rtol))
+    return result(np.count_nonzero(s > tol, axis=-1).astype(np.int64), result_device(x, rtol))
 
 
 def outer(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
@@ -286,7 +323,7 @@ def outer(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     HostPtrArray([[3, 4],
                   [6, 8]], dtype=int64)
     """
-    return result(npl.outer(host(x1), host(x2)), device_of(x1, x2))
+    return result(npl.outer(host(x1), host(x2)), result_device(x1, x2))
 
 
 def pinv(x: HostPtrArray, /, *, rtol: float | HostPtrArray | None = None) -> HostPtrArray:
@@ -305,7 +342,7 @@ def pinv(x: HostPtrArray, /, *, rtol: float | HostPtrArray | None = None) -> Hos
         rtol = builtin_max(a.shape[-2:]) * np.finfo(a.dtype).eps
     elif isinstance(rtol, HostPtrArray):
         rtol = host(rtol)  # type: ignore[assignment]
-    return result(npl.pinv(a, rtol=rtol), device_of(x))
+    return result(npl.pinv(a, rtol=rtol), result_device(x))
 
 
 def qr(x: HostPtrArray, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
@@ -347,7 +384,7 @@ def solve(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     HostPtrArray([1. , 0.5], dtype=float64)
     """
     a, b = _float(host(x1)), _float(host(x2))
-    return result(npl.solve(a, b), device_of(x1, x2))
+    return result(npl.solve(a, b), result_device(x1, x2))
 
 
 def svd(x: HostPtrArray, /, *, full_matrices: bool = True) -> SVDResult:
@@ -400,10 +437,9 @@ def vector_norm(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None
     >>> ha.linalg.vector_norm(ha.asarray([3.0, 4.0]))
     HostPtrArray(5., dtype=float64)
     """
-    if type(x) is HostPtrArray and x._s.host_stale and (axis is None
-                                                        or isinstance(axis, (int, tuple))):
+    if device_newest(x) and (axis is None or isinstance(axis, (int, tuple))):
         # (other axis values: numpy's error, from the host path)
-        r = device_reduction("vector_norm", (x,), axis=axis, keepdims=keepdims, ord=ord)
+        r = try_device("vector_norm", (x,), axis=axis, keepdims=keepdims, ord=ord)
         if r is not None:
             return r
     a = _float(host(x))

@@ -1,8 +1,10 @@
-"""Shared by the device compute tests (``tests/test_device_*.py``): the real data types and
+"""Shared by the device compute tests (``tests/device_compute/``): the real data types and
 their OpenCL C names (``bool`` is stored as ``uchar``)."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,7 @@ def device_newest(a: np.ndarray, dev: Any) -> Any:
     """``a`` on ``dev``, its newest bytes written there by a kernel (a read-write pointer:
     off a shared link the host's copy is stale afterwards)."""
     import hostarray as ha
+    from hostarray._introspect import state
 
     x = ha.asarray(a, device=dev, copy=True)  # a C-ordered copy nobody else holds
     t = C_TYPES[x.dtype.name]
@@ -37,5 +40,46 @@ def device_newest(a: np.ndarray, dev: Any) -> Any:
                    "x[i] = x[i]; }", device=dev)
     if x.size:
         prg.k(x.size, x)
-    assert not on_device(dev) or not x.size or x._s.host_stale
+    assert not on_device(dev) or not x.size or state(x).host_stale
     return x
+
+
+def newest_on(dev: Any, values: Any, dtype: str) -> Any:
+    """``values`` as ``dtype`` on ``dev``, its newest data there (a do-nothing kernel wrote
+    it)."""
+    import hostarray as ha
+
+    a = np.asarray(values, dtype=dtype)
+    x = ha.asarray(a, device=dev, copy=True)
+    ha.Program(f"__kernel void k(__global {C_TYPES[dtype]} *x){{ }}", device=dev).k(x.size, x)
+    return x
+
+
+def host_path(fn: Callable[[], Any]) -> Any:
+    """``fn()`` with the device path off: the host path's (numpy's) answer."""
+    import hostarray as ha
+
+    old = ha.set_device_compute_threshold(None)
+    try:
+        return fn()
+    finally:
+        ha.set_device_compute_threshold(old)
+
+
+_TOUCH_F32 = "__kernel void touch(__global float *x) { int i = get_global_id(0); x[i] = x[i]; }"
+
+
+def f32_newest(dev: Any, a: Any) -> Any:
+    """``a`` as float32 on ``dev``, its newest data there (a read-write kernel touched it)."""
+    import hostarray as ha
+
+    x = ha.asarray(np.array(a, dtype=np.float32), device=dev, copy=True)
+    ha.Program(_TOUCH_F32, device=dev).touch((x.size,), x)
+    return x
+
+
+def f32_host(f: Callable[[np.ndarray], Any], a: Any) -> Any:
+    """``f`` of ``a`` as float32 in numpy, its warnings silenced: the host path's answer."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return f(np.array(a, dtype=np.float32))

@@ -7,12 +7,15 @@
   fills with the names it computes) and any documented deviation.
 * ``device-functions``: every function the device path computes (the same
   registry), with what of it stays on the host.
+* ``numpy-spellings``: the numpy functions, ufuncs and ufunc methods that are the
+  namespace's calls (``hostarray._numpy_spelling.spellings()``), and the ndarray-style
+  methods that follow them.
 * ``refusal-table``: the kinds of :class:`hostarray.hostptr.Refusal` with the
   message :func:`hostarray.hostptr.refusal_message` gives for each.
 * ``hostarray-operators``: a reference entry for every operator method of
   :class:`hostarray.HostPtrArray` (from ``hostarray._api.elementwise``'s table).
 * ``hostarray-ndarray-methods``: a reference entry for every numpy-style method
-  and attribute ``hostarray._interop`` installs on the array (``x.sum``, ``x.real``).
+  and attribute ``hostarray._methods`` attaches to the array (``x.sum``, ``x.real``).
 
 The first three build docutils table nodes from the code itself, so the pages can
 never drift from it; the last two write reST entries (``.. py:method:: HostPtrArray.NAME``) from
@@ -247,6 +250,33 @@ class DeviceFunctionsTable(SphinxDirective):
         return [_table(title, ["functions", "what stays on the host"], rows, [70, 30])]
 
 
+class NumpySpellingsTable(SphinxDirective):
+    """numpy's spellings that are the namespace's calls (``hostarray._numpy_spelling``),
+    and the array's methods of the same names, which follow their function."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        from hostarray._methods import METHODS
+        from hostarray._numpy_spelling import spellings
+
+        sp = spellings()
+        methods = sorted(n for n, f in METHODS.items()
+                         if getattr(f, "__name__", None) in sp["functions"]
+                         or n in ("astype", "clip", "copy", "reshape", "transpose"))
+        rows = [
+            ["numpy functions", ", ".join(f"``np.{n}``" for n in sp["functions"])],
+            ["ufuncs, called", ", ".join(f"``np.{n}``" for n in sp["ufuncs"])],
+            ["``ufunc.reduce``", ", ".join(f"``np.{n}.reduce``" for n in sp["reduce"])],
+            ["``ufunc.accumulate``", ", ".join(f"``np.{n}.accumulate``"
+                                               for n in sp["accumulate"])],
+            ["the array's methods", ", ".join(f"``x.{n}()``" for n in methods)],
+        ]
+        title = ("numpy's spellings that are the namespace's calls (generated from "
+                 "hostarray._numpy_spelling)")
+        return [_table(title, ["kind", "spellings"], rows, [20, 80])]
+
+
 class RefusalTable(SphinxDirective):
     """The refusal kinds with the message hostarray gives for an example of each."""
 
@@ -429,18 +459,18 @@ _GENERIC = ("numpy's ``ndarray.{0}`` on the host data; array results are ``HostP
 
 def ndarray_entries() -> list[tuple[str, str, str | None, str]]:
     """``(kind, name, signature or None, text)`` for every numpy-style method and
-    attribute ``hostarray._interop`` installs on ``HostPtrArray``."""
+    attribute ``hostarray._methods`` attaches to ``HostPtrArray``."""
     import hostarray as ha
-    from hostarray import _interop
+    from hostarray import _methods
 
     out: list[tuple[str, str, str | None, str]] = []
-    for name in _interop._METHODS:
+    for name in _methods.METHODS:
         if name in ha.HostPtrArray.__dict__ and not getattr(
                 ha.HostPtrArray.__dict__[name], "_ndarray_method", False):
             continue  # the class defines it itself (autodoc documents it)
         sig, text = _NDARRAY_NOTES.get(name, ("(*args, **kwargs)", _GENERIC.format(name)))
         out.append(("method", name, sig, text))
-    for name in _interop._ATTRIBUTES:
+    for name in _methods.ATTRIBUTES:
         out.append(("attribute", name, None,
                     _NDARRAY_ATTRIBUTE_NOTES.get(name, _GENERIC.format(name))))
     return out
@@ -473,12 +503,12 @@ class OperatorReference(_ReSTEntries):
 class NdarrayMethodsReference(_ReSTEntries):
     def lines(self) -> list[str]:
         out: list[str] = []
-        from hostarray import _interop
+        from hostarray import _methods
 
         for kind, name, sig, text in ndarray_entries():
             head = f".. py:{kind}:: HostPtrArray.{name}{sig or ''}"
             out += [head, "", f"   {text}", "", "   >>> import hostarray as ha"]
-            for src, result in _interop._EXAMPLES[name]:
+            for src, result in _methods.EXAMPLES[name]:
                 out += [f"   >>> {src}", f"   {result}"]
             out.append("")
         return out
@@ -487,6 +517,7 @@ class NdarrayMethodsReference(_ReSTEntries):
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("array-api-coverage", ArrayApiCoverage)
     app.add_directive("device-functions", DeviceFunctionsTable)
+    app.add_directive("numpy-spellings", NumpySpellingsTable)
     app.add_directive("refusal-table", RefusalTable)
     app.add_directive("hostarray-operators", OperatorReference)
     app.add_directive("hostarray-ndarray-methods", NdarrayMethodsReference)

@@ -21,8 +21,10 @@ DEVIATIONS: dict[str, str] = {
         "gives ``NaN + NaN j``."),
     "can_cast": (
         "Across kinds (left to the implementation) ``True`` exactly where hostarray's "
-        "own promotion gives ``to`` and loses no value: ``int16`` to ``float32`` is "
-        "``True``, ``int64`` to ``float64`` is ``False`` (numpy answers ``True``)."),
+        "own promotion gives ``to`` (numpy's safe casting): ``bool`` to any numeric type, "
+        "``int16`` to ``float32``, ``int32``, ``int64`` and ``uint64`` to ``float64`` and "
+        "``complex128`` (``int64`` to ``float64`` rounds beyond 2**53, as ``int64 + "
+        "float64`` does); ``int32`` to ``float32`` is ``False``."),
     "result_type": "Mixed kinds (integer with floating), unspecified by the standard, "
                    "give numpy's answer.",
     "astype": (

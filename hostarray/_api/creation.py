@@ -1,7 +1,4 @@
-"""Creation functions of the array API standard.
-
-``from_dlpack`` lives with the other DLPack code in :mod:`hostarray._interop`.
-"""
+"""Creation functions of the array API standard."""
 
 from __future__ import annotations
 
@@ -14,16 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import _sharing
 from .._array import HostPtrArray, _new, adopt, aligned_copy, aligned_zeros, wrap
-from .._compute import device_compute_threshold, implementation
-from .._devices import Device
-from .._devices import default_device as _default_device
-from .._devices import device as _parse_device
+from .._devices import HOST, Device
+from .._placement import device_newest, requested_device, result_device, try_device
 from .._storage import Storage, aligned_empty
-from ._common import dev_of, device_of, host
-from .data_types import device_astype
+from ._common import dev_of, host
 
-__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
+__all__ = ["arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
            "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like"]
 
 
@@ -49,12 +44,6 @@ def _shape(shape: int | tuple[int, ...]) -> tuple[int, ...]:
     return shp
 
 
-def _result_device(device: Any) -> Device:
-    """``device`` as a Device; ``None`` is the default device (``HOSTARRAY_DEVICE``, else
-    the host), as ``__array_namespace_info__().default_device()`` reports it."""
-    return _default_device() if device is None else _parse_device(device)
-
-
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
             copy: bool | None = None) -> HostPtrArray:
     """Convert ``obj`` to a ``HostPtrArray``, sharing memory where possible.
@@ -78,19 +67,20 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
     """
     dt = _dtype(dtype)
     if isinstance(obj, HostPtrArray):
-        dev = obj._device if device is None else _parse_device(device)
+        dev = requested_device(device, obj._device)
         if copy is not True and (dt is None or dt == obj.dtype):
             return obj if dev == obj._device else obj.to_device(dev)
         if copy is False:
             raise ValueError(f"converting {obj.dtype} to {dt} needs a copy; pass copy=None")
-        if dev is obj._device and obj._s.host_stale:
+        if dev is obj._device and device_newest(obj):
             # the copy (or conversion) made where the newest data is: nothing acquired
-            r = device_astype(obj, obj.dtype if dt is None else dt)
+            r = try_device("copy", (obj,)) if dt is None else \
+                try_device("astype", (obj,), dtype=dt)
             if r is not None:
                 return r
         src = obj._host()
         return wrap(aligned_copy(src if dt is None else src.astype(dt)), dev)
-    dev = _result_device(device)
+    dev = requested_device(device)
     if isinstance(obj, np.ndarray) and copy is not True and (dt is None or dt == obj.dtype):
         _check_dtype(obj.dtype)
         return adopt(obj, dev, copy)
@@ -102,7 +92,13 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
         if a is None:
             # what a copy could not hold either (None, text) is refused for that first
             _check_dtype(np.asarray(obj, dtype=dt).dtype)
-            raise ValueError(f"a {type(obj).__name__} can't be shared without a copy; pass "
+            name = type(obj).__name__
+            held = getattr(obj, "dtype", None)
+            why = (f"converting its {held} elements to {dt} makes new ones"
+                   if dt is not None and held is not None and held != dt
+                   else "it exposes no memory of one array type to share")
+            article = "an" if name[:1].lower() in "aeio" or name.startswith("nd") else "a"
+            raise ValueError(f"{article} {name} can't be shared without a copy ({why}); pass "
                              f"copy=None")
         _check_dtype(a.dtype)
         return adopt(a, dev, False)
@@ -179,10 +175,11 @@ def empty(shape: int | tuple[int, ...], *, dtype: Any = None,
     (2, 3)
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    shp, dev = _shape(shape), _result_device(device)
-    r = _device_fill(shp, dt, dev)
-    if r is not None:
-        return r
+    shp, dev = _shape(shape), requested_device(device)
+    if dev.framework == "opencl":  # filled there where placement says so (see _fill there)
+        r = try_device("empty", (), device=dev, shape=shp, dtype=dt)
+        if r is not None:
+            return r
     a = _aligned(shp, dt)
     return _new(a, Storage(a), dev)
 
@@ -203,37 +200,13 @@ def zeros(shape: int | tuple[int, ...], *, dtype: Any = None,
     [0. 0. 0.]
     """
     dt = _given_dtype(np.float64 if dtype is None else dtype)
-    shp, dev = _shape(shape), _result_device(device)
-    r = _device_fill(shp, dt, dev, 0)
-    if r is not None:
-        return r
+    shp, dev = _shape(shape), requested_device(device)
+    if dev.framework == "opencl":  # filled by the device (see hostarray._placement)
+        r = try_device("full", (), device=dev, shape=shp, dtype=dt, value=0)
+        if r is not None:
+            return r
     a = _allocate(shp, dt, lambda: aligned_zeros(shp, dt))
     return _new(a, Storage(a), dev)
-
-
-def _device_fill(shape: tuple[int, ...], dt: np.dtype, dev: Device, *value: Any
-                 ) -> HostPtrArray | None:
-    """A new array filled with ``value`` (uninitialised without) on ``dev`` by a kernel,
-    or ``None``: the host allocates it (a host device, a shared link, below the device
-    compute threshold, or a type the device lacks).
-
-    Why on the device: an array created with ``device=`` a mapped or copied device is
-    made to be used there.  Filled by the host, its first kernel would publish every
-    byte; filled by the device, nothing moves until the host looks (and then it moves
-    once, as the publish would have).  A host write of the whole array moves nothing
-    either way (its old contents are dead)."""
-    if dev.framework != "opencl":
-        return None
-    limit = device_compute_threshold()
-    if limit is None or math.prod(shape) * dt.itemsize < limit:
-        return None
-    fill = implementation("misc", "fill")
-    if not implementation("misc", "fill_device")(dev, math.prod(shape) * dt.itemsize):
-        return None
-    if value and isinstance(value[0], HostPtrArray) and value[0]._device is not dev:
-        value = (_fill_value(value[0]),)  # another device's scalar: its value, as on the host
-    return fill(dev, shape, dt, *value)
-
 
 
 def _aligned(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
@@ -243,7 +216,7 @@ def _aligned(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 
 def _like_device(x: HostPtrArray, device: Any) -> Device:
-    return dev_of(x) if device is None else _parse_device(device)
+    return requested_device(device, dev_of(x))
 
 
 def _scalar_dtype(value: Any) -> np.dtype:
@@ -279,10 +252,12 @@ def full(shape: int | tuple[int, ...], fill_value: Any, *, dtype: Any = None,
     HostPtrArray([7, 7], dtype=int64)
     """
     dt = _scalar_dtype(fill_value) if dtype is None else _given_dtype(dtype)
-    shp, dev = _shape(shape), _result_device(device)
-    r = _device_fill(shp, dt, dev, fill_value)
-    if r is not None:
-        return r
+    _check_dtype(dt)  # (a str fill value made a str array: refused as asarray refuses it)
+    shp, dev = _shape(shape), requested_device(device)
+    if dev.framework == "opencl":  # filled by the device (see hostarray._placement)
+        r = try_device("full", (), device=dev, shape=shp, dtype=dt, value=fill_value)
+        if r is not None:
+            return r
     a = _aligned(shp, dt)
     a.fill(_fill_value(fill_value))
     return _new(a, Storage(a), dev)
@@ -385,7 +360,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
                                       for v in (start, stop, step)) else np.float64)
     n = _range_length(start, stop, step)
     return wrap(_allocate((n,), dt, lambda: np.arange(start, stop, step, dtype=dt), True),
-                _result_device(device))
+                requested_device(device))
 
 
 def _range_length(start: Any, stop: Any, step: Any) -> int:
@@ -417,7 +392,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     a.fill(0)
     if -n_rows < k < m:
         a.reshape(-1)[max(k, -k * m):: m + 1][: min(n_rows + min(k, 0), m - max(k, 0))] = 1
-    return _new(a, Storage(a), _result_device(device))
+    return _new(a, Storage(a), requested_device(device))
 
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
@@ -438,7 +413,7 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     return wrap(_allocate((builtins.max(0, n),), dt,
                           lambda: np.linspace(start, stop, n, endpoint=endpoint, dtype=dt),
                           True),
-                _result_device(device))
+                requested_device(device))
 
 
 def meshgrid(*arrays: HostPtrArray, indexing: str = "xy") -> tuple[HostPtrArray, ...]:
@@ -453,7 +428,7 @@ def meshgrid(*arrays: HostPtrArray, indexing: str = "xy") -> tuple[HostPtrArray,
     """
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
-    dev = device_of(*arrays)
+    dev = result_device(*arrays)
     grids = np.meshgrid(*(host(a) for a in arrays), indexing=indexing)  # type: ignore[call-overload]
     return tuple(wrap(g, dev) for g in grids)
 
@@ -483,3 +458,72 @@ def triu(x: HostPtrArray, /, *, k: int = 0) -> HostPtrArray:
     """
     return wrap(np.triu(host(x), k=k), dev_of(x))
 
+
+def from_dlpack(x: Any, /, *, device: Device | str | None = None,
+                copy: bool | None = None) -> HostPtrArray:
+    """An array over the data of any object with ``__dlpack__`` (numpy, PyTorch on CPU, ...).
+
+    The memory is adopted without a copy where it can be: always on the host,
+    and on an OpenCL device when it is one contiguous range whose address is a
+    multiple of ``max(device.host_alignment, itemsize)`` (the host alignment is
+    probed per device: 1 byte on PoCL, so any element-aligned memory).
+    Otherwise the data is copied into page-aligned storage (and ``copy=False``
+    raises ``BufferError``).  ``copy=True`` always copies, into page-aligned
+    storage.  Producers whose data is not in host memory raise ``BufferError``.
+
+    Memory that belongs to a ``HostPtrArray`` (a DLPack export of it, passed on
+    through other libraries) gives a view of that array: one memory range has
+    one coherence state.  Other adopted memory stays the producer's: while it
+    is held elsewhere, launches publish before and acquire after.
+
+    Parameters
+    ----------
+    x : object
+        An object implementing ``__dlpack__`` and ``__dlpack_device__``.
+    device : Device or str, optional
+        Where the result lives; ``None`` means the host (DLPack data here is
+        always host memory).
+    copy : bool, optional
+        ``True``: always copy; ``False``: never copy; ``None``: copy only if needed.
+
+    Returns
+    -------
+    HostPtrArray
+
+    Examples
+    --------
+    >>> import numpy as np, hostarray as ha
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> x = ha.from_dlpack(a)
+    >>> np.shares_memory(np.asarray(x), a)
+    True
+    >>> ha.from_dlpack(a, copy=True)[0, 1]
+    HostPtrArray(1., dtype=float64)
+    """
+    if isinstance(x, HostPtrArray):  # device=None keeps x's device, as the standard says
+        dev = requested_device(device, x._device)
+        if copy:
+            return wrap(aligned_copy(x._host()), dev)
+        if dev == x._device:
+            return x
+        if copy is False and dev.framework != "host" \
+                and _sharing.copy_needed(x._s.base, dev) is not None:
+            raise BufferError(f"this array's memory can't be shared with {dev} without a copy")
+        return x.to_device(dev)
+    dev = requested_device(device, HOST)
+    if not hasattr(x, "__dlpack__"):
+        # AttributeError: the standard's error for an object without __dlpack__
+        raise AttributeError(f"a {type(x).__name__} does not implement __dlpack__; convert it "
+                             f"with ha.asarray")
+    if dev.framework not in ("host", "opencl"):
+        raise BufferError(f"from_dlpack can place data on the host or an OpenCL device, "
+                          f"not {dev}")
+    try:
+        a = np.from_dlpack(x, copy=False if copy is False else None)
+    except ValueError as e:  # numpy's way of saying a copy is unavoidable
+        raise BufferError(str(e)) from None
+    if a.dtype.kind not in "biufc":
+        raise TypeError(f"hostarray holds bool and numeric data only, not {a.dtype}")
+    if copy:
+        return wrap(aligned_copy(a), dev)
+    return adopt(a, dev, copy, BufferError)

@@ -10,11 +10,10 @@ import numpy as np
 
 from .. import _dtypes
 from .._array import HostPtrArray, wrap
-from .._compute import implementation, target
-from ._common import out_device
+from .._placement import device_newest, requested_device, try_device
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-           "finfo_object", "iinfo_object", "device_astype"]
+           "finfo_object", "iinfo_object"]
 
 
 def _to_dtype(x: Any) -> np.dtype:
@@ -24,15 +23,6 @@ def _to_dtype(x: Any) -> np.dtype:
     if dt.kind not in "biufc":  # numpy's other numeric types (float16 ...) are allowed too
         raise TypeError(f"{dt} is not a bool or numeric data type")
     return dt
-
-
-def device_astype(x: HostPtrArray, dt: np.dtype) -> HostPtrArray | None:
-    """``x`` converted to ``dt`` (a copy) on the device holding its newest data, or
-    ``None``: convert on the host (see :mod:`hostarray._compute`)."""
-    dev = target((x,), x._a.size * dt.itemsize)
-    if dev is None:
-        return None
-    return implementation("misc", "astype")(x, dt, dev)
 
 
 def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
@@ -54,11 +44,11 @@ def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
     if not isinstance(x, HostPtrArray):
         raise TypeError(f"astype expects a hostarray array, got {type(x).__name__}")
     dt = _to_dtype(dtype)
-    dev = out_device(device, x._device)
+    dev = requested_device(device, x._device)
     if not copy and dt == x._a.dtype:
         return x if dev == x._device else x.to_device(dev)
-    if dev is x._device and x._s.host_stale:
-        r = device_astype(x, dt)
+    if dev is x._device and device_newest(x):
+        r = try_device("astype", (x,), dtype=dt)
         if r is not None:
             return r
     a = x._host()
@@ -68,59 +58,31 @@ def astype(x: HostPtrArray, dtype: Any, /, *, copy: bool = True,
     return wrap(a.astype(dt, copy=True), dev)
 
 
-def _exact_bits(dt: np.dtype) -> int:
-    """How many significant bits every value of ``dt`` needs (integers: the magnitude bits;
-    floating point: the significand's, with the implicit bit)."""
-    if dt.kind == "b":
-        return 1
-    if dt.kind in "iu":
-        return dt.itemsize * 8 - (dt.kind == "i")
-    return int(np.finfo(dt).nmant) + 1
-
-
-def _value_safe(f: np.dtype, t: np.dtype) -> bool:
-    """Whether every value of ``f`` is exactly a value of ``t`` (and its imaginary part,
-    if any, survives): ``astype(x, t)`` then loses nothing, whatever ``x`` holds."""
-    if f == t or f.kind == "b":
-        return True
-    if t.kind == "b" or (f.kind == "c" and t.kind != "c") or (f.kind in "fc" and t.kind in "iu"):
-        return False
-    if t.kind in "iu":  # integer to integer: the range must fit
-        fi, ti = np.iinfo(f), np.iinfo(t)
-        return ti.min <= fi.min and fi.max <= ti.max
-    if f.kind in "iu":  # integer to floating point: every integer exactly representable
-        return _exact_bits(f) <= _exact_bits(t)
-    return bool(np.finfo(f).bits <= np.finfo(t).bits)  # floating point, same or wider
-
-
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether ``from_`` (a data type or an array) can be cast to ``to`` under the type
-    promotion rules: ``True`` exactly when this namespace itself promotes ``from_`` to
-    ``to`` (``result_type(from_, to) == to``, the type ``ha.add`` and the other
-    operations give) *and* that conversion is value-safe, every value of ``from_`` being
-    exactly a value of ``to``.
+    promotion rules: ``True`` exactly when this namespace promotes ``from_`` with ``to``
+    to ``to`` (``result_type(from_, to) == to``, the type ``ha.add`` and the other
+    operations give).  One rule for every pair, numpy's ``"safe"`` casting.
 
     Within the standard's promotion table (integers with integers, floating point with
     floating point) this is the standard's answer.  Across kinds, which the standard
-    leaves to the implementation, it follows hostarray's (numpy's) promotions where they
-    lose nothing: ``bool`` to any numeric type, ``int16`` to ``float32``, ``int32`` to
-    ``float64`` and ``complex128``.  The promotions hostarray performs that can round
-    (``int64`` and ``uint64`` to ``float64``/``complex128``, as in ``int64 + float64``
-    or ``int64 + uint64``) answer ``False``: a cast that may change values is not
-    "safe".
+    leaves to the implementation, it follows hostarray's (numpy's) promotions: ``bool``
+    to any numeric type, ``int16`` to ``float32``, ``int32``, ``int64`` and ``uint64`` to
+    ``float64`` and ``complex128`` are ``True`` (``int64`` and ``uint64`` to ``float64``
+    round integers beyond 2**53 to the nearest ``float64``, as ``int64 + float64``
+    does); ``int32`` to ``float32``, floating point to integers and anything to
+    ``bool`` (but ``bool``) are ``False``.
 
     Examples
     --------
     >>> import hostarray as ha
     >>> ha.can_cast(ha.int8, ha.int16), ha.can_cast(ha.float64, ha.float32)
     (True, False)
-    >>> ha.can_cast(ha.int16, ha.float32), ha.can_cast(ha.int64, ha.float64)
+    >>> ha.can_cast(ha.int64, ha.float64), ha.can_cast(ha.int32, ha.float32)
     (True, False)
     """
     f, t = _to_dtype(from_), _to_dtype(to)
-    if f == t:
-        return True
-    return builtins.bool(np.result_type(f, t) == t) and _value_safe(f, t)
+    return builtins.bool(f == t or np.result_type(f, t) == t)
 
 
 @dataclass(frozen=True)

@@ -5,25 +5,26 @@ built from one table, :data:`TABLE`: each row names the function, its numpy
 implementation, its parameters and the operators it backs.  The builders
 below make real Python functions with the standard's exact signatures
 (positional-only parameters), so ``inspect.signature`` needs no help, and
-keep the hot path short: one type test and one flag test per operand.
+keep the hot path short: one type test and one flag test per operand (the
+flag is :func:`hostarray._placement.device_newest`'s, written inline: where it
+is set, :func:`~hostarray._placement.try_device` decides).  The array's
+operators are :func:`operators`' methods, which :class:`hostarray._methods.ArrayMethods`
+declares in its class body.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._array import HostPtrArray, _new, wrap
-from .._compute import implementation
-from .._compute import result_nbytes as _result_nbytes
-from .._compute import target as _target
 from .._devices import HOST
+from .._placement import device_newest, join, try_device
 from .._storage import Storage, aligned_empty, locked
-from ._common import join_devices
 
 HPA = HostPtrArray
-_alloc = object.__new__  # HostPtrArray.__init__ refuses direct construction
 ndarray = np.ndarray
 _PY_SCALARS = (bool, int, float, complex)
 _OTHER_OPERANDS = (np.ndarray, np.generic)
@@ -281,9 +282,7 @@ def _apply(fn: Any, d: Any, a: Any, b: Any) -> HostPtrArray:
         return _on_device(fn, d, a, b)
     r = fn(a, b)
     if type(r) is ndarray:
-        o = _alloc(HPA)
-        o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
-        return o
+        return _new(r, Storage(r), HOST)
     return wrap(r, d)
 
 
@@ -316,28 +315,15 @@ def _operand_error(x: Any) -> TypeError:
     return TypeError(f"expected a hostarray array or a Python scalar, got {type(x).__name__}")
 
 
-def _device(name: str, operands: tuple[Any, ...], out: HostPtrArray | None = None,
-            fn: Any = None) -> HostPtrArray | None:
-    """``name`` computed on the device holding the operands' newest data, or ``None``:
-    compute on the host (see :mod:`hostarray._compute`).  ``fn``: numpy's implementation
-    (its result type sizes a broadcast result for the threshold)."""
-    if name == "matmul":  # the @ operators: a tiled product, not an element-wise kernel
-        return implementation("matmul", "device_matmul")(operands[0], operands[1], out)
-    dev = _target(operands, 0 if out is not None else lambda: _result_nbytes(fn, operands))
-    if dev is None:
-        return None
-    return implementation("elementwise", "elementwise")(name, dev, operands, out)
-
-
 def _make_unary(fn: Any, name: str) -> Any:
     def unary(x, /):
         if type(x) is HPA:
             s = x._s
             if s.host_stale:
-                r = _device(name, (x,), None, fn)
+                r = try_device(name, (x,), fn=fn)
                 if r is not None:
                     return r
-                s.sync_for_host_read(x._a)
+                x._host()
             d = x._device
             if d is not HOST:
                 return _on_device(fn, d, x._a)
@@ -347,9 +333,7 @@ def _make_unary(fn: Any, name: str) -> Any:
         else:
             raise _operand_error(x)
         if type(r) is ndarray:
-            o = _alloc(HPA)
-            o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
-            return o
+            return _new(r, Storage(r), HOST)
         return wrap(r, d)
     return unary
 
@@ -357,22 +341,16 @@ def _make_unary(fn: Any, name: str) -> Any:
 def _make_binary(fn: Any, name: str) -> Any:
     def binary(x1, x2, /):
         if (type(x1) is HPA and x1._s.host_stale) or (type(x2) is HPA and x2._s.host_stale):
-            r = _device(name, (x1, x2), None, fn)
+            r = try_device(name, (x1, x2), fn=fn)
             if r is not None:
                 return r
         if type(x1) is HPA:
-            s = x1._s
-            if s.host_stale:
-                s.sync_for_host_read(x1._a)
-            a = x1._a
+            a = x1._host() if x1._s.host_stale else x1._a
             d = x1._device
             if type(x2) is HPA:
-                s = x2._s
-                if s.host_stale:
-                    s.sync_for_host_read(x2._a)
-                b = x2._a
+                b = x2._host() if x2._s.host_stale else x2._a
                 if x2._device is not d:
-                    d = join_devices(d, x2._device)
+                    d = join(d, x2._device)
             elif type(x2) in _PY_SCALARS or isinstance(x2, _OTHER_OPERANDS):
                 b = x2
             else:
@@ -381,10 +359,7 @@ def _make_binary(fn: Any, name: str) -> Any:
             if not (type(x1) in _PY_SCALARS or isinstance(x1, _OTHER_OPERANDS)):
                 raise _operand_error(x1)
             a = x1
-            s = x2._s
-            if s.host_stale:
-                s.sync_for_host_read(x2._a)
-            b = x2._a
+            b = x2._host() if x2._s.host_stale else x2._a
             d = x2._device
         else:
             a, b, d = x1, x2, HOST
@@ -396,20 +371,15 @@ def _make_operator(fn: Any, name: str) -> Any:
     def op(self, other, /):
         s = self._s
         if s.host_stale or (type(other) is HPA and other._s.host_stale):
-            r = _device(name, (self, other), None, fn)
+            r = try_device(name, (self, other), fn=fn)
             if r is not None:
                 return r
-        if s.host_stale:
-            s.sync_for_host_read(self._a)
-        a = self._a
+        a = self._host() if s.host_stale else self._a
         d = self._device
         if type(other) is HPA:
-            s = other._s
-            if s.host_stale:
-                s.sync_for_host_read(other._a)
-            b = other._a
+            b = other._host() if other._s.host_stale else other._a
             if other._device is not d:
-                d = join_devices(d, other._device)
+                d = join(d, other._device)
         elif type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
             b = other
         else:
@@ -422,38 +392,57 @@ def _make_reflected(fn: Any, name: str) -> Any:
     def rop(self, other, /):
         s = self._s
         if s.host_stale or (type(other) is HPA and other._s.host_stale):
-            r = _device(name, (other, self), None, fn)
+            r = try_device(name, (other, self), fn=fn)
             if r is not None:
                 return r
-        if s.host_stale:
-            s.sync_for_host_read(self._a)
+        a = self._host() if s.host_stale else self._a
         d = self._device
         if type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS):
             b = other
         elif type(other) is HPA:  # a direct call: x2.__radd__(x1) is x1 + x2
             if other._device is not d:
-                d = join_devices(other._device, d)
+                d = join(other._device, d)
             b = other._host()
         else:
             return NotImplemented
-        return _apply(fn, d, b, self._a)
+        return _apply(fn, d, b, a)
     return rop
+
+
+# The 0-d results that stand for numpy's scalars (``np.sum(x)``, ``x.max()``: see
+# _numpy_spelling), by id: numpy's scalars are immutable, so ``s += 1`` rebinds ``s`` to a new
+# result (promoted as numpy promotes) and never changes another name bound to the same one.
+_SCALAR_RESULTS: dict[int, weakref.ref[HostPtrArray]] = {}
+
+
+def mark_scalar(r: Any) -> Any:
+    """Give the 0-d ``r`` numpy scalar's in-place semantics (see above); returns ``r``."""
+    if type(r) is HPA and r._a.ndim == 0:
+        k = id(r)
+
+        def forget(_: object, k: int = k) -> None:
+            _SCALAR_RESULTS.pop(k, None)
+        _SCALAR_RESULTS[k] = weakref.ref(r, forget)
+    return r
 
 
 def _make_inplace(fn: Any, name: str) -> Any:
     is_ufunc = isinstance(fn, np.ufunc)
+    out_of_place = _make_operator(fn, name)
 
     def iop(self, other, /):
+        if _SCALAR_RESULTS and id(self) in _SCALAR_RESULTS:
+            return mark_scalar(out_of_place(self, other))
         if type(other) is HPA:
             if other._device is not self._device:
-                join_devices(self._device, other._device)
+                join(self._device, other._device)
         elif not (type(other) in _PY_SCALARS or isinstance(other, _OTHER_OPERANDS)):
             return NotImplemented
         if not self._a.flags.writeable:  # refused before the coherence state is touched
             raise ValueError("this array is read-only (read-only memory or a broadcast view); "
                              "use the out-of-place operator or a copy")
         if self._s.host_stale or (type(other) is HPA and other._s.host_stale):
-            if _device(name, (self, other), self) is not None:
+            if try_device(name, (self, other), self) is not None:
                 return self
         self._s.refuse_host_write(self._a)  # (an open cl_buffer block) before any read
         # under the storage lock from the read of the operand to the last byte written:
@@ -477,18 +466,16 @@ def _make_unary_operator(fn: Any, name: str) -> Any:
     def op(self, /):
         s = self._s
         if s.host_stale:
-            r = _device(name, (self,), None, fn)
+            r = try_device(name, (self,), fn=fn)
             if r is not None:
                 return r
-            s.sync_for_host_read(self._a)
+            self._host()
         d = self._device
         if d is not HOST:
             return _on_device(fn, d, self._a)
         r = fn(self._a)
         if type(r) is ndarray:
-            o = _alloc(HPA)
-            o._a, o._s, o._device, o._span = r, Storage(r), HOST, None
-            return o
+            return _new(r, Storage(r), HOST)
         return wrap(r, d)
     return op
 
@@ -497,20 +484,17 @@ def clip(x: HostPtrArray, /, min: HostPtrArray | int | float | None = None,  # n
          max: HostPtrArray | int | float | None = None) -> HostPtrArray:  # noqa: A002
     if type(x) is not HPA:
         raise _operand_error(x)
-    if x._s.host_stale or (type(min) is HPA and min._s.host_stale) or \
-            (type(max) is HPA and max._s.host_stale):
-        dev = _target((x, min, max), lambda: _result_nbytes(None, (x, min, max)))
-        if dev is not None:
-            r = implementation("misc", "clip")(x, min, max, dev)
-            if r is not None:
-                return r
+    if device_newest(x) or device_newest(min) or device_newest(max):
+        r = try_device("clip", (x, min, max))
+        if r is not None:
+            return r
     a = x._host()
     d = x._device
     lo = min._host() if type(min) is HPA else min
     hi = max._host() if type(max) is HPA else max
     for bound in (min, max):
         if type(bound) is HPA and bound._device is not d:
-            d = join_devices(d, bound._device)
+            d = join(d, bound._device)
     if lo is None and hi is None:
         return wrap(a.copy(), d)
     r = np.clip(a, lo, hi)
@@ -621,42 +605,50 @@ if TYPE_CHECKING:  # what _install() builds from TABLE, as a type checker sees i
 # END GENERATED
 
 
+def _name_code(f: Any, qualname: str) -> None:
+    """Give ``f``'s code object its public name too: tracebacks, profiles and the transfer
+    guard's log name ``HostPtrArray.__add__``, not ``_make_operator.<locals>.op``."""
+    f.__code__ = f.__code__.replace(co_name=qualname.rpartition(".")[2], co_qualname=qualname)
+
+
 def _install() -> None:
     g = globals()
-    for name, fn, params, ops, _ in TABLE:
+    for name, fn, params, _, example in TABLE:
         if name == "clip":
             f = clip
         else:
             f = _make_unary(fn, name) if params == UNARY else _make_binary(fn, name)
             f.__annotations__ = dict(_UNARY_HINTS if params == UNARY else _BINARY_HINTS)
         f.__name__ = f.__qualname__ = name
+        _name_code(f, name)
         f.__module__ = "hostarray"
+        f.__doc__ = _docstring(name, params, _example(name, example))
         g[name] = f
         __all__.append(name)
-        if params == UNARY:
-            for dunder in ops:
-                _set_operator(dunder, _make_unary_operator(fn, name))
-        elif ops:
-            _install_binary_operators(fn, ops, name)
-    for name, fn, ops in OPERATOR_ONLY:
-        _install_binary_operators(fn, ops, name)
-    HostPtrArray.__hash__ = None  # mutable, like ndarray
-    for name, _, params, _, example in TABLE:
-        g[name].__doc__ = _docstring(name, params, _example(name, example))
-
-
-def _install_binary_operators(fn: Any, ops: tuple[str, ...], name: str) -> None:
-    _set_operator(ops[0], _make_operator(fn, name))
-    if len(ops) > 1:
-        _set_operator(ops[1], _make_reflected(fn, name))
-        _set_operator(ops[2], _make_inplace(fn, name))
-
-
-def _set_operator(dunder: str, f: Any) -> None:
-    f.__name__ = dunder
-    f.__qualname__ = f"HostPtrArray.{dunder}"
-    f.__doc__ = f"``self.{dunder}(...)``: the standard's operator (see the namespace function)."
-    setattr(HostPtrArray, dunder, f)
 
 
 _install()
+
+_OPERATORS = {name: (fn, params, ops) for name, fn, params, ops, _ in TABLE if ops}
+_OPERATORS.update((name, (fn, BINARY, ops)) for name, fn, ops in OPERATOR_ONLY)
+
+
+def operators(name: str) -> Any:
+    """The array's operator methods that the element-wise function ``name`` backs (its
+    :data:`TABLE` row, or :data:`OPERATOR_ONLY`'s): one method for a unary operator or a
+    comparison (``__neg__``, ``__eq__``), else the operator, its reflected and its
+    in-place form (``__add__, __radd__, __iadd__``), as numpy's ``lib.mixins`` makes them."""
+    fn, params, dunders = _OPERATORS[name]
+    if params == UNARY:
+        made = [_make_unary_operator(fn, name)]
+    else:
+        made = [_make_operator(fn, name)]
+        if len(dunders) > 1:
+            made += [_make_reflected(fn, name), _make_inplace(fn, name)]
+    for dunder, f in zip(dunders, made):
+        f.__name__ = dunder
+        f.__qualname__ = f"HostPtrArray.{dunder}"
+        _name_code(f, f.__qualname__)
+        f.__doc__ = (f"``self.{dunder}(...)``: the standard's operator (see the namespace "
+                     f"function).")
+    return made[0] if len(made) == 1 else tuple(made)

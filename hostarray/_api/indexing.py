@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import device_of, host, result
+from .._placement import result_device
+from ._common import host, result
 
 __all__ = ["take", "take_along_axis"]
 
@@ -24,7 +25,7 @@ def take(x: HostPtrArray, indices: HostPtrArray, /, *, axis: int | None = None) 
         if a.ndim != 1:
             raise ValueError("take needs an axis for arrays of more than one dimension")
         axis = 0
-    dev = device_of(x, indices)
+    dev = result_device(x, indices)
     return result(np.take(a, host(indices), axis=axis), dev)
 
 
@@ -39,5 +40,5 @@ def take_along_axis(x: HostPtrArray, indices: HostPtrArray, /, *,
     HostPtrArray([[1],
                   [2]], dtype=int64)
     """
-    dev = device_of(x, indices)
+    dev = result_device(x, indices)
     return result(np.take_along_axis(host(x), host(indices), axis=axis), dev)

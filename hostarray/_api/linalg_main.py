@@ -7,18 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._array import HostPtrArray, _view
-from .._compute import implementation
-from ._common import device_of, host, result, view_of
-from .statistical import device_reduction
+from .._placement import device_newest, result_device, try_device
+from ._common import host, result, view_of
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
 
 HPA = HostPtrArray
-
-
-def _device_newest(x1: object, x2: object) -> bool:
-    """Whether an operand has bytes newer on a device (then the device may compute)."""
-    return (type(x1) is HPA and x1._s.host_stale) or (type(x2) is HPA and x2._s.host_stale)
 
 
 def matmul(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
@@ -30,11 +24,11 @@ def matmul(x1: HostPtrArray, x2: HostPtrArray, /) -> HostPtrArray:
     >>> ha.matmul(ha.asarray([[1, 2], [3, 4]]), ha.asarray([1, 1]))
     HostPtrArray([3, 7], dtype=int64)
     """
-    if _device_newest(x1, x2):
-        r = implementation("matmul", "device_matmul")(x1, x2)
+    if device_newest(x1) or device_newest(x2):
+        r = try_device("matmul", (x1, x2))
         if r is not None:
             return r
-    dev = device_of(x1, x2)
+    dev = result_device(x1, x2)
     return result(np.matmul(host(x1), host(x2)), dev)
 
 
@@ -63,11 +57,11 @@ def tensordot(x1: HostPtrArray, x2: HostPtrArray, /, *,
     >>> ha.tensordot(ha.ones((2, 3)), ha.ones((3, 4)), axes=1).shape
     (2, 4)
     """
-    if _device_newest(x1, x2):
-        r = implementation("matmul", "device_tensordot")(x1, x2, axes)
+    if device_newest(x1) or device_newest(x2):
+        r = try_device("tensordot", (x1, x2), axes=axes)
         if r is not None:
             return r
-    dev = device_of(x1, x2)
+    dev = result_device(x1, x2)
     return result(np.tensordot(host(x1), host(x2), axes=axes), dev)
 
 
@@ -80,11 +74,10 @@ def vecdot(x1: HostPtrArray, x2: HostPtrArray, /, *, axis: int = -1) -> HostPtrA
     >>> ha.vecdot(ha.asarray([1, 2, 3]), ha.asarray([4, 5, 6]))
     HostPtrArray(32, dtype=int64)
     """
-    if (type(x1) is HostPtrArray and x1._s.host_stale) or \
-            (type(x2) is HostPtrArray and x2._s.host_stale):
-        r = device_reduction("vecdot", (x1, x2), axis=axis)
+    if device_newest(x1) or device_newest(x2):
+        r = try_device("vecdot", (x1, x2), axis=axis)
         if r is not None:
             return r
-    dev = device_of(x1, x2)
+    dev = result_device(x1, x2)
     # numpy's stubs omit the gufunc's axis keyword
     return result(np.vecdot(host(x1), host(x2), axis=axis), dev)  # type: ignore[call-overload]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray, _view
-from ._common import dev_of, device_of, host, result, view_of
+from .._placement import result_device
+from ._common import dev_of, host, result, view_of
 
 __all__ = ["broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims",
            "flip", "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
@@ -34,7 +35,7 @@ def broadcast_arrays(*arrays: HostPtrArray) -> tuple[HostPtrArray, ...]:
     >>> a.shape, b.shape
     ((2, 3), (2, 3))
     """
-    device_of(*arrays)
+    result_device(*arrays)
     # fresh views in: numpy marks the arrays it returns read-only, and for an input that
     # needs no broadcasting it returns that very object (it must not be the storage's own)
     views = np.broadcast_arrays(*(view_of(a)[...] for a in arrays))
@@ -78,7 +79,7 @@ def concat(arrays: tuple[HostPtrArray, ...] | list[HostPtrArray], /, *,
     >>> ha.concat([ha.asarray([1, 2]), ha.asarray([3])])
     HostPtrArray([1, 2, 3], dtype=int64)
     """
-    dev = device_of(*arrays)
+    dev = result_device(*arrays)
     return result(np.concatenate([host(a) for a in arrays], axis=axis), dev)
 
 
@@ -112,7 +113,10 @@ def flip(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None) -> Ho
     >>> ha.flip(ha.asarray([1, 2, 3]))
     HostPtrArray([3, 2, 1], dtype=int64)
     """
-    return _view(x, np.flip(view_of(x), axis=axis))
+    a = view_of(x)
+    if a.ndim == 0:  # numpy flips a 0-d array by indexing it with (): a scalar copy
+        return _view(x, a[...])
+    return _view(x, np.flip(a, axis=axis))
 
 
 def moveaxis(x: HostPtrArray, source: int | tuple[int, ...],
@@ -150,7 +154,7 @@ def repeat(x: HostPtrArray, repeats: int | HostPtrArray, /, *,
     >>> ha.repeat(ha.asarray([1, 2]), 2)
     HostPtrArray([1, 1, 2, 2], dtype=int64)
     """
-    dev = device_of(x, repeats)
+    dev = result_device(x, repeats)
     r = repeats._host() if isinstance(repeats, HostPtrArray) else repeats
     if isinstance(r, np.ndarray) and r.dtype == np.uint64:
         r = r.astype(np.int64)  # numpy refuses uint64 counts (no safe cast to intp)
@@ -217,7 +221,7 @@ def stack(arrays: tuple[HostPtrArray, ...] | list[HostPtrArray], /, *,
     HostPtrArray([[1, 3],
                   [2, 4]], dtype=int64)
     """
-    dev = device_of(*arrays)
+    dev = result_device(*arrays)
     return result(np.stack([host(a) for a in arrays], axis=axis), dev)
 
 
@@ -245,4 +249,7 @@ def unstack(x: HostPtrArray, /, *, axis: int = 0) -> tuple[HostPtrArray, ...]:
     a = view_of(x)
     if a.ndim == 0:
         raise ValueError("unstack needs at least one dimension")
-    return tuple(_view(x, v) for v in np.moveaxis(a, axis, 0))
+    # pieces by indexing, not by iterating over numpy's result: iteration gives numpy
+    # scalars (copies taken without an acquire) for a 1-D array, not views
+    pieces = np.moveaxis(a, axis, 0)
+    return tuple(_view(x, pieces[i, ...]) for i in range(pieces.shape[0]))

@@ -7,9 +7,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .._array import HostPtrArray
-from .._compute import implementation, result_nbytes, target
-from ._common import as_host, dev_of, device_of, host, result
-from .statistical import device_reduction
+from .._placement import device_newest, result_device, try_device
+from ._common import as_host, dev_of, host, result
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 
@@ -24,8 +23,8 @@ def argmax(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmax(ha.asarray([1, 5, 5]))
     HostPtrArray(1, dtype=int64)
     """
-    if type(x) is HostPtrArray and x._s.host_stale:
-        r = device_reduction("argmax", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("argmax", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).argmax(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
@@ -42,8 +41,8 @@ def argmin(x: HostPtrArray, /, *, axis: int | None = None,
     >>> ha.argmin(ha.asarray([3, 1, 1]))
     HostPtrArray(1, dtype=int64)
     """
-    if type(x) is HostPtrArray and x._s.host_stale:
-        r = device_reduction("argmin", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("argmin", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).argmin(axis=axis, keepdims=keepdims),  # type: ignore[arg-type]
@@ -92,7 +91,7 @@ def searchsorted(x1: HostPtrArray, x2: HostPtrArray | int | float, /, *,
     """
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', not {side!r}")
-    dev = device_of(x1, x2, sorter)
+    dev = result_device(x1, x2, sorter)
     s = None if sorter is None else host(sorter)
     return result(np.searchsorted(host(x1), as_host(x2), side=side, sorter=s), dev)
 
@@ -101,7 +100,7 @@ def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | An
           /) -> HostPtrArray:
     """Elements of ``x1`` where ``condition`` is true, of ``x2`` elsewhere (broadcast;
     ``x1`` and ``x2`` may be Python scalars).  Computed by the device holding the
-    operands' newest data where the placement rule says so (see ``hostarray._compute``).
+    operands' newest data where the placement rule says so (``hostarray._placement``).
 
     Examples
     --------
@@ -109,12 +108,9 @@ def where(condition: HostPtrArray, x1: HostPtrArray | Any, x2: HostPtrArray | An
     >>> ha.where(ha.asarray([True, False]), ha.asarray([1, 2]), 0)
     HostPtrArray([1, 0], dtype=int64)
     """
-    if any(type(v) is HostPtrArray and v._s.host_stale for v in (condition, x1, x2)):
-        # a device holds newer data: select there if the placement rule says so
-        d = target((condition, x1, x2), lambda: result_nbytes(None, (condition, x1, x2)))
-        if d is not None:
-            r = implementation("misc", "where")(condition, x1, x2, d)
-            if r is not None:
-                return r
-    dev = device_of(condition, x1, x2)
+    if device_newest(condition) or device_newest(x1) or device_newest(x2):
+        r = try_device("where", (condition, x1, x2))  # a device holds newer data
+        if r is not None:
+            return r
+    dev = result_device(condition, x1, x2)
     return result(np.where(host(condition), as_host(x1), as_host(x2)), dev)

@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import as_host, dev_of, device_of, host, result
+from .._placement import result_device
+from ._common import as_host, dev_of, host, result
 
 __all__ = ["isin", "unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]
@@ -109,5 +110,5 @@ def isin(x1: HostPtrArray | int, x2: HostPtrArray | int, /, *,
     >>> ha.isin(ha.asarray([1, 2, 3]), ha.asarray([2, 4]))
     HostPtrArray([False,  True, False], dtype=bool)
     """
-    dev = device_of(x1, x2)
+    dev = result_device(x1, x2)
     return result(np.isin(as_host(x1), as_host(x2), invert=invert), dev)

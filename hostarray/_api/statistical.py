@@ -2,8 +2,8 @@
 
 Reductions call the ndarray methods (``a.sum(...)``), which skip numpy's
 ``__array_function__`` dispatch layer: a few microseconds on small inputs.
-When the input's newest data is on a device (see :mod:`hostarray._compute`),
-they run there instead (:mod:`hostarray._compute.reductions`).
+When the input's newest data is on a device, they run there instead where
+:mod:`hostarray._placement` says so (:mod:`hostarray._compute.reductions`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._array import HostPtrArray
-from .._compute import implementation, target
+from .._placement import device_newest, try_device
 from ._common import dev_of, host, result
 
 __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum",
@@ -21,16 +21,6 @@ __all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "s
 
 Axis = int | tuple[int, ...] | None
 HPA = HostPtrArray
-
-
-def device_reduction(name: str, operands: tuple[Any, ...], **kw: Any) -> HostPtrArray | None:
-    """Reduction ``name`` computed on the device holding the operands' newest data, or
-    ``None``: compute on the host (see :mod:`hostarray._compute`).  Callers call it only
-    when an operand's ``_s.host_stale`` flag is set (the cheap test)."""
-    dev = target(operands)
-    if dev is None:
-        return None
-    return implementation("reductions", "reduction")(name, dev, operands, **kw)
 
 
 def max(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> HostPtrArray:  # noqa: A001
@@ -42,8 +32,8 @@ def max(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.max(ha.asarray([[1, 5], [3, 2]]), axis=0)
     HostPtrArray([3, 5], dtype=int64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("max", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("max", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).max(axis=axis, keepdims=keepdims), dev_of(x))
@@ -58,8 +48,8 @@ def min(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Hos
     >>> ha.min(ha.asarray([[1, 5], [3, 2]]), axis=1)
     HostPtrArray([1, 2], dtype=int64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("min", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("min", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).min(axis=axis, keepdims=keepdims), dev_of(x))
@@ -74,8 +64,8 @@ def mean(x: HostPtrArray, /, *, axis: Axis = None, keepdims: bool = False) -> Ho
     >>> ha.mean(ha.asarray([1.0, 2.0, 6.0]))
     HostPtrArray(3., dtype=float64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("mean", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("mean", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).mean(axis=axis, keepdims=keepdims), dev_of(x))
@@ -92,8 +82,8 @@ def prod(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,
     >>> ha.prod(ha.asarray([1, 2, 3, 4], dtype=ha.int8))
     HostPtrArray(24, dtype=int64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("prod", (x,), axis=axis, dtype=dtype, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("prod", (x,), axis=axis, dtype=dtype, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).prod(axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
@@ -110,8 +100,8 @@ def sum(x: HostPtrArray, /, *, axis: Axis = None, dtype: Any = None,  # noqa: A0
     >>> ha.sum(ha.asarray([[1, 2], [3, 4]]), axis=0)
     HostPtrArray([4, 6], dtype=int64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("sum", (x,), axis=axis, dtype=dtype, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("sum", (x,), axis=axis, dtype=dtype, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).sum(axis=axis, dtype=dtype, keepdims=keepdims), dev_of(x))
@@ -127,8 +117,8 @@ def std(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.std(ha.asarray([1.0, 3.0]))
     HostPtrArray(1., dtype=float64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("std", (x,), axis=axis, correction=correction,
+    if device_newest(x):
+        r = try_device("std", (x,), axis=axis, correction=correction,
                              keepdims=keepdims)
         if r is not None:
             return r
@@ -146,8 +136,8 @@ def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
     >>> ha.var(ha.asarray([1.0, 3.0]), correction=1)
     HostPtrArray(2., dtype=float64)
     """
-    if type(x) is HPA and x._s.host_stale:
-        r = device_reduction("var", (x,), axis=axis, correction=correction,
+    if device_newest(x):
+        r = try_device("var", (x,), axis=axis, correction=correction,
                              keepdims=keepdims)
         if r is not None:
             return r
@@ -155,24 +145,13 @@ def var(x: HostPtrArray, /, *, axis: Axis = None, correction: int | float = 0.0,
                   dev_of(x))
 
 
-def _cumulative_nbytes(x: HostPtrArray, dtype: Any) -> int:
-    """The size of a cumulative result of ``x`` in ``dtype`` (its initial row left out)."""
-    try:
-        return x._a.size * np.dtype(dtype if dtype is not None else x._a.dtype).itemsize
-    except TypeError:
-        return 0  # a bad dtype: the host path raises numpy's error
-
-
 def _cumulative(fn: Any, x: HostPtrArray, axis: int | None, dtype: Any,
                 include_initial: bool) -> HostPtrArray:
-    if type(x) is HPA and x._s.host_stale:
-        # the result (dtype=, include_initial) may be larger than x: it counts too
-        dev = target((x,), lambda: _cumulative_nbytes(x, dtype))
-        if dev is not None:
-            cumulative = implementation("reductions", "cumulative")
-            r = cumulative(fn.__name__, dev, x, axis, dtype, include_initial)
-            if r is not None:
-                return r
+    if device_newest(x):
+        r = try_device(fn.__name__, (x,), axis=axis, dtype=dtype,
+                       include_initial=include_initial)
+        if r is not None:
+            return r
     a = host(x)
     if axis is None:
         if a.ndim > 1:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._array import HostPtrArray
-from ._common import dev_of, device_of, host, result
-from .statistical import device_reduction
+from .._placement import device_newest, result_device, try_device
+from ._common import dev_of, host, result
 
 __all__ = ["all", "any", "diff"]
 
@@ -21,8 +21,8 @@ def all(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.all(ha.asarray([1, 0, 2]))
     HostPtrArray(False, dtype=bool)
     """
-    if type(x) is HostPtrArray and x._s.host_stale:
-        r = device_reduction("all", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("all", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).all(axis=axis, keepdims=keepdims), dev_of(x))
@@ -38,8 +38,8 @@ def any(x: HostPtrArray, /, *, axis: int | tuple[int, ...] | None = None,  # noq
     >>> ha.any(ha.asarray([0, 0, 2]))
     HostPtrArray(True, dtype=bool)
     """
-    if type(x) is HostPtrArray and x._s.host_stale:
-        r = device_reduction("any", (x,), axis=axis, keepdims=keepdims)
+    if device_newest(x):
+        r = try_device("any", (x,), axis=axis, keepdims=keepdims)
         if r is not None:
             return r
     return result(host(x).any(axis=axis, keepdims=keepdims), dev_of(x))
@@ -57,7 +57,7 @@ def diff(x: HostPtrArray, /, *, axis: int = -1, n: int = 1,
     >>> ha.diff(ha.asarray([1, 4, 9, 16]))
     HostPtrArray([3, 5, 7], dtype=int64)
     """
-    dev = device_of(x, prepend, append)
+    dev = result_device(x, prepend, append)
     kw = {}
     if prepend is not None:
         kw["prepend"] = host(prepend)

@@ -60,10 +60,11 @@ from .._array import HostPtrArray
 from .._devices import Device
 from .._sharing import extent
 from .._stats import COUNTERS
-from . import implementation, pool, register
+from . import fusion, pool, register
+from .kernel_text import _FLOAT64, _UNSIGNED, HELPERS, _conv, _exact_macros, _layout
 from .launch import ArrayArg, c_type, compiled, enqueue, overlaps_badly, supports, usable
 
-__all__ = ["EXPRESSIONS", "HELPERS", "elementwise", "run"]
+__all__ = ["EXPRESSIONS", "HELPERS", "copy_on", "elementwise", "run"]
 
 HPA = HostPtrArray
 
@@ -134,66 +135,6 @@ EXPRESSIONS: dict[str, dict[str, str]] = {
                             "u": "(T)(b < BITS ? (a >> b) : 0)"},
 }
 
-# C helper functions an expression may call, by name (``_T`` is replaced by the type)
-HELPERS: dict[str, str] = {
-    # numpy's npy_divmod: floor division and modulo with Python's signs
-    "fdiv_T": """
-T fdiv_T(T a, T b) {
-    if (isinf(a) || isinf(b)) return floor(FDIV(a, b));
-    if (b == 0) return FDIV(a, b);
-    T mod = fmod(a, b);
-    T div = FDIV(a - mod, b);
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-    if (div != 0) { T fl = floor(div); if (div - fl > (T)0.5) fl += 1; return fl; }
-    return copysign((T)0, FDIV(a, b));
-}""",
-    "fmod_T": """
-T fmod_T(T a, T b) {
-    if (b == 0) return fmod(a, b);
-    T mod = fmod(a, b);
-    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }
-    else mod = copysign((T)0, b);
-    return mod;
-}""",
-    "idiv_T": """
-T idiv_T(T a, T b) {
-    if (b == 0) return 0;
-    if (b == -1) return (T)((U)0 - (U)a);
-    T q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
-    return q;
-}""",
-    "imod_T": """
-T imod_T(T a, T b) {
-    if (b == 0 || b == -1) return 0;
-    T r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
-}""",
-    "ipow_T": """
-T ipow_T(T a, T b) {
-    W r = 1, x = (W)(U)a;
-    U e = (U)b;
-    while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
-    return (T)r;
-}""",
-    # -1, 0, 1 as the int64 s is below, equal to, above the uint64 u (no common C type)
-    "cmp_su": """
-int cmp_su(long s, ulong u) { return s < 0 ? -1 : ((ulong)s < u ? -1 : (ulong)s > u); }""",
-    "logaddexp_T": """
-T logaddexp_T(T a, T b) {
-    if (a == b) return a + (T)M_LN2;
-    T d = a - b;
-    if (d > 0) return a + log1p(exp(-d));
-    if (d <= 0) return b + log1p(exp(d));
-    return d;
-}""",
-}
-
-_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong",
-             "uchar": "uchar", "ushort": "ushort", "uint": "uint", "ulong": "ulong",
-             "float": "float", "double": "double"}
-
 # numpy's implementation of each name, for the types (the namespace's own wrappers
 # resolve like these ufuncs)
 _RESOLVE: dict[str, Any] = {
@@ -253,83 +194,6 @@ def _expression(name: str, lt: np.dtype) -> str | None:
         return None
     kind = {"b": "b", "i": "i", "u": "u", "f": "f"}.get(lt.kind)
     return forms.get(kind or "") or forms.get("*")
-
-
-_LAYOUTS: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = {}
-
-
-def _layout(shape: tuple[int, ...], strides: Sequence[tuple[int, ...]]
-            ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    """``shape`` and per-operand element ``strides`` with length-1 axes dropped and
-    neighbouring axes merged where every operand steps through them as one (cached: the
-    reductions ask on every call)."""
-    key = (shape, *strides)
-    hit = _LAYOUTS.get(key)
-    if hit is None:
-        if len(_LAYOUTS) >= 4096:  # bounded: shapes a program walks through once
-            _LAYOUTS.clear()
-        hit = _LAYOUTS[key] = _merged_layout(shape, strides)
-    return hit
-
-
-def _merged_layout(shape: tuple[int, ...], strides: Sequence[tuple[int, ...]]
-                   ) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
-    dims = [(n, [st[k] for st in strides]) for k, n in enumerate(shape) if n != 1]
-    merged: list[tuple[int, list[int]]] = []
-    for n, sts in dims:
-        if merged:
-            pn, psts = merged[-1]
-            if all(p == s * n for p, s in zip(psts, sts)):
-                merged[-1] = (pn * n, sts)
-                continue
-        merged.append((n, sts))
-    if not merged:
-        return (), tuple(() for _ in strides)
-    return (tuple(n for n, _ in merged),
-            tuple(tuple(m[1][j] for m in merged) for j in range(len(strides))))
-
-
-_FLOAT64 = np.dtype(np.float64)
-
-
-def _exact_macros(loop_t: str, fp64: bool) -> str:
-    """``FDIV`` and ``FSQRT``: IEEE 754's correctly rounded division and square root.
-    OpenCL lets single-precision ``/`` be 2.5 ulp off and ``sqrt`` 3 ulp unless the program
-    is built with ``-cl-fp32-correctly-rounded-divide-sqrt`` (GPUs use the licence); computed
-    in double and rounded once to float they are exact (53 >= 2 * 24 + 2 bits: the double
-    rounding is innocuous).  Double precision ones are always correctly rounded."""
-    if loop_t == "float" and fp64:
-        return ("#define FDIV(x, y) ((float)((double)(x) / (double)(y)))\n"
-                "#define FSQRT(x) ((float)sqrt((double)(x)))\n")
-    return "#define FDIV(x, y) ((x) / (y))\n#define FSQRT(x) sqrt(x)\n"
-
-
-_INT32_VIA = ("char", "uchar", "short", "ushort", "int")
-
-
-def _conv(v: str, src: str, dst: str) -> str:
-    """C text converting ``v`` of C type ``src`` to ``dst`` as numpy does (x86-64).
-
-    A float to an integer goes through a 32-bit conversion for types up to 32 bits but
-    ``uint`` (numpy's casts compile to ``cvttsd2si``), a 64-bit one otherwise, then wraps
-    to the width; a value the conversion can't hold (NaN, out of range) gives its lowest
-    value, as the instruction does.  C leaves these conversions undefined (a GPU saturates,
-    PoCL differed with the array's length); the standard too, so this only keeps the
-    device's answer the host path's (numpy's own SIMD and scalar loops disagree for some
-    values outside the target's range; these follow its scalar loop, C's conversion through
-    ``int``/``long``).  The bounds are powers of two, exact in ``src``."""
-    if src not in ("float", "double") or dst in ("float", "double"):
-        return v if src == dst else f"({dst})({v})"
-    f = "f" if src == "float" else ""
-    if dst in _INT32_VIA:
-        return (f"({dst})((({v}) >= -2147483648.0{f} && ({v}) < 2147483648.0{f}) "
-                f"? (int)({v}) : (int)0x80000000)")
-    via64 = (f"((({v}) >= -9223372036854775808.0{f} && ({v}) < 9223372036854775808.0{f}) "
-             f"? (long)({v}) : (long)0x8000000000000000L)")
-    if dst == "ulong":
-        return (f"((({v}) >= 9223372036854775808.0{f} && ({v}) < 18446744073709551616.0{f}) "
-                f"? (ulong)({v}) : (ulong){via64})")
-    return f"({dst}){via64}"
 
 
 def _source(expr: str, out_t: str, loop_t: str, kinds: list[tuple[str, str]], ndim: int,
@@ -468,12 +332,20 @@ def run(dev: Device, name: str, expr: str, operands: list[Any], loop: np.dtype,
     if out is None:
         if not math.prod(shape):
             return None
+        if fusion.ENABLED[0]:  # a pending expression (hostarray._compute.fusion)
+            r = fusion.node(dev, name, expr, operands, loop, out_dt, shape, convert)
+            if r is not None:
+                return r
         out = pool.result(dev, shape, out_dt)
         mode, new = "w", (out._s,)
     else:
         oa = out._a
         if not oa.size:
             return None
+        if fusion.ENABLED[0] and out._s.coh is not None and out._s.coh.deferred:
+            r = fusion.in_place(dev, name, expr, operands, loop, out, convert)
+            if r is not None:  # out is a pending result: its pending launch computes this
+                return r
         # write-only only where the view covers every byte of its range: the bytes between
         # a strided view's elements are not written, so the device must get them first
         # (else the whole range would be recorded device-newest over stale bytes)
@@ -526,10 +398,20 @@ def _arg(x: HostPtrArray, dev: Device, mode: str, strides: tuple[int, ...],
     return ArrayArg(x, off // item, strides, off + extent[0], off + extent[1], mode)
 
 
+def copy_on(x: HostPtrArray, dev: Device) -> HostPtrArray | None:
+    """A copy of ``x`` on ``dev`` (C order, a new device-newest array; the kernel of
+    ``astype`` to its own type), or ``None``: the device lacks its type, or ``x`` can't be
+    a kernel operand."""
+    dt = x._a.dtype
+    if not supports(dev, dt):
+        return None
+    return run(dev, "astype", "a", [x], dt, dt, x._a.shape)
+
+
 def elementwise(name: str, dev: Device, operands: tuple[Any, ...],
                 out: HostPtrArray | None = None) -> HostPtrArray | None:
-    """The namespace's element-wise ``name`` on ``dev`` (see :func:`hostarray._compute.
-    target`), or ``None``: the host path must compute it (counted as a host fallback)."""
+    """The namespace's element-wise ``name`` on ``dev`` (where :mod:`hostarray._placement`
+    sends it), or ``None``: the host path must compute it (counted as a host fallback)."""
     r = _elementwise(name, dev, operands, out)
     if r is None:
         COUNTERS.add(host_fallbacks=1)
@@ -599,6 +481,9 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
     except KeyError:
         typed = _TYPED[key] = _typed(name, dev, operands, out)
     if typed is None:
+        if name not in EXPRESSIONS:
+            raise RuntimeError(f"hostarray: internal error: the device path has no "
+                               f"element-wise operation {name!r}; please report it")
         return _mixed_comparison(name, dev, operands, out)
     if typed is _CAST_ERROR:
         _raise_cast_error(name, operands, out)
@@ -632,7 +517,7 @@ def _elementwise(name: str, dev: Device, operands: tuple[Any, ...],
             if type(x) is HPA and x is not out and overlaps_badly(out, x):
                 # an operand sharing bytes with the output (x -= x[0], x[1:] += x[:-1]):
                 # copied on the device first, as numpy copies such a source
-                x = implementation("misc", "_astype")(x, x._a.dtype, dev)
+                x = copy_on(x, dev)
                 if x is None:
                     return None
                 vals[i] = x

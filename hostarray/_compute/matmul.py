@@ -5,21 +5,15 @@ operands are their storages' whole buffers with an element offset and element
 strides (rows, columns and each batch axis), so transposed, strided and
 broadcast views need no copy; the result is a new contiguous pooled array.
 
-The kernel is tiled: a work-group of ``RTS x RTS`` (16 x 16 = 256) work-items
-computes a ``TS x TS`` tile of ``C`` (64 x 64, or 128 x 128 where the product
-has a large tile for every compute unit), each work-item a 4 x 4 (8 x 8) block of
-outputs ``RTS`` apart in both directions (so that a row of 16 work-items reads 16
-neighbouring elements of local memory and stores 16 neighbouring outputs).  Per
-step along ``K`` the group loads a ``TS x KT`` tile of ``A`` and a ``KT x TS``
-tile of ``B`` (``KT`` 16, or 8 for the large tiles) into local memory,
-neighbouring work-items reading neighbouring elements of global memory whichever
-way each operand is stored (zero outside the matrices, so edges need no special
-case: a padded product is never stored).  Each value read from local memory is
-used 4 (8) times from a register.  The tiles take 2 x 16 x 65 or 2 x 8 x 129
-elements of local memory: at most 16.5 KiB, for 8-byte types, within OpenCL's
-guaranteed 32 KiB.  On the H200 (float32) this runs at 2.1-2.3 times cuBLAS's time
-from n = 2048 to 8192 and 3.7 times at 1024, where the first version (32 x 32 tiles,
-4 outputs per work-item) took 3.5-4.7 times.
+The kernel (:mod:`hostarray._compute.matmul_source`) is register-blocked and tiled: a
+work-group computes a block of ``C`` (64 x 64 to 128 x 128), each work-item a block of 4 x 4
+to 8 x 8 outputs in registers, from tiles of ``A`` and ``B`` staged in local memory (read
+as vectors of 4, double-buffered), with vector loads from global memory where an operand's
+contiguous axis allows them.  Its tile configuration is tuned per device at the device's
+first large float32 product and cached (:mod:`hostarray._compute.matmul_tune`;
+``HOSTARRAY_MATMUL_TUNE``).  On the H200 (float32) the previous fixed kernel (scalar loads,
+no double buffering) ran at 2.1-2.3 times cuBLAS's time from n = 2048 to 8192 and 3.7 times
+at 1024.
 
 The launch is one-dimensional, like every generated kernel's: the group's
 number gives its tile column, tile row and batch index, so no grid dimension
@@ -38,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -45,136 +40,36 @@ import numpy as np
 from .._array import HostPtrArray, _view
 from .._devices import Device
 from .._stats import COUNTERS
-from . import pool, register, target
-from .elementwise import _layout, run
-from .launch import GROUP, array_arg, c_type, compiled, enqueue, supports
+from ..errors import BuildFailed
+from . import matmul_tune, pool, register
+from .elementwise import run
+from .kernel_text import _layout
+from .launch import array_arg, c_type, compiled, enqueue, supports
+from .matmul_source import layout, source
 
-__all__ = ["TS", "TS_LARGE", "device_matmul", "device_tensordot", "product"]
+__all__ = ["contracted_axes", "matmul", "product", "tensordot"]
 
 HPA = HostPtrArray
 
-TS = 64  # a work-group computes a TS x TS tile of the result (TS_LARGE for large ones)
-TS_LARGE = 128
-RTS = 16  # work-items of a group along each side (RTS x RTS = GROUP = 256)
-assert RTS * RTS == GROUP
-# per tile size: the K extent of the tiles loaded per step (the tiles' local memory stays
-# 2 x 16 x 65 or 2 x 8 x 129 elements: 16.5 KiB at most, for 8-byte types)
-_KT = {TS: 16, TS_LARGE: 8}
 
-_WIDE = {"char": "uint", "uchar": "uint", "short": "uint", "ushort": "uint", "int": "uint",
-         "uint": "uint", "long": "ulong", "ulong": "ulong"}
-_UNSIGNED = {"char": "uchar", "short": "ushort", "int": "uint", "long": "ulong"}
+_FMA: dict[tuple[Device, int], bool] = {}
+_REFUSED: set[tuple[Device, str]] = set()  # kernels a device's driver refused to build
 
 
-def _step(kind: str, t: str) -> tuple[str, str]:
-    """(accumulator type, ``acc = ...`` expression of ``acc``, ``a``, ``b``) per kind."""
-    if kind == "b":
-        return "uchar", "acc[i][j] | (a & b)"
-    if kind in "iu":
-        w, u = _WIDE[t], _UNSIGNED.get(t, t)
-        return w, f"acc[i][j] + ({w})({u})a * ({w})({u})b"
-    return t, "acc[i][j] + a * b"
+def _fma(dev: Device, itemsize: int) -> bool:
+    """:func:`matmul_tune.has_fma`, read once per device and size."""
+    v = _FMA.get((dev, itemsize))
+    if v is None:
+        v = _FMA[dev, itemsize] = matmul_tune.has_fma(dev, itemsize)
+    return v
 
 
-def _loads(t: str, ta: bool, tb: bool) -> str:
-    """The loads of one step: a TS x KT tile of ``A`` into ``As[k][m]`` and a KT x TS tile
-    of ``B`` into ``Bs[k][n]``, LPT elements of each per work-item.  Neighbouring work-items
-    read neighbours in memory: along k for ``A`` stored by rows (along m where it is stored
-    by columns, ``ta``: a transposed view), along n for ``B`` (along k for ``tb``);
-    coalesced on a GPU.  Zero outside the matrices."""
-    am, ak = ("e % TS", "e / TS") if ta else ("e / KT", "e % KT")
-    bk, bn = ("e % KT", "e / KT") if tb else ("e / TS", "e % TS")
-    return f"""        for (int w = 0; w < LPT; w++) {{
-            const int e = lid + w * (RTS * RTS);
-            {{ const int mi = {am}, ki = {ak};
-              const long m = m0 + mi, k = k0 + ki;
-              As[ki][mi] = (m < M && k < K) ? ({t})pa[ao + m * a_sm + k * a_sk] : ({t})0; }}
-            {{ const int ki = {bk}, ni = {bn};
-              const long k = k0 + ki, n = n0 + ni;
-              Bs[ki][ni] = (k < K && n < N) ? ({t})pb[bo + k * b_sk + n * b_sn] : ({t})0; }}
-        }}"""
-
-
-def _source(t: str, kind: str, a_t: str, b_t: str, out_t: str, nbd: int, ta: bool,
-            tb: bool, ts: int = TS) -> str:
-    """OpenCL C of the tiled batched product: loop type ``t`` (numpy kind ``kind``),
-    stored operand types ``a_t``, ``b_t``, result type ``out_t``, ``nbd`` batch axes,
-    operands read along rows (``ta``, ``tb``; see :func:`_loads`)."""
-    acc_t, step = _step(kind, t)
-    params = ["const long M", "const long N", "const long K", "const long tn",
-              "const long tm",
-              f"__global {out_t} *c", "const long c_off",
-              f"__global const {a_t} *pa", "const long a_off", "const long a_sm",
-              "const long a_sk",
-              f"__global const {b_t} *pb", "const long b_off", "const long b_sk",
-              "const long b_sn"]
-    batch = []
-    for k in range(nbd):
-        params += [f"const long d{k}", f"const long a_s{k}", f"const long b_s{k}"]
-    for k in reversed(range(nbd)):  # the batch index, split into the (merged) batch axes
-        batch.append(f"    q = r % d{k}; r /= d{k}; ao += q * a_s{k}; bo += q * b_s{k};")
-    head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if "double" in (
-        t, a_t, b_t, out_t) else ""
-    kt = _KT[ts]
-    return head + f"""#define TS {ts}
-#define WPT {ts // RTS}
-#define RTS {RTS}
-#define KT {kt}
-#define LPT {ts * kt // GROUP}
-__kernel __attribute__((reqd_work_group_size(RTS * RTS, 1, 1)))
-void mm({", ".join(params)}) {{
-    const int lid = get_local_id(0), tx = lid % RTS, ty = lid / RTS;
-    const long g = (long)get_group_id(0);  /* tn tile columns, tm tile rows, batches */
-    const long n0 = (g % tn) * TS;
-    const long m0 = (g / tn % tm) * TS;
-    const long bi = g / tn / tm;
-    long r = bi, q, ao = a_off, bo = b_off;
-{chr(10).join(batch)}
-    /* one column of padding: a load along k writes a column without bank conflicts */
-    __local {t} As[KT][TS + 1];
-    __local {t} Bs[KT][TS + 1];
-    {acc_t} acc[WPT][WPT];
-    for (int i = 0; i < WPT; i++)
-        for (int j = 0; j < WPT; j++) acc[i][j] = 0;
-    for (long k0 = 0; k0 < K; k0 += KT) {{
-{_loads(t, ta, tb)}
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int k = 0; k < KT; k++) {{
-            {t} ar[WPT], br[WPT];
-            for (int i = 0; i < WPT; i++) ar[i] = As[k][ty + i * RTS];
-            for (int j = 0; j < WPT; j++) br[j] = Bs[k][tx + j * RTS];
-            for (int i = 0; i < WPT; i++) {{
-                const {t} a = ar[i];
-                for (int j = 0; j < WPT; j++) {{
-                    const {t} b = br[j];
-                    acc[i][j] = {step};
-                }}
-            }}
-        }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }}
-    const long co = c_off + bi * M * N;
-    for (int i = 0; i < WPT; i++) {{
-        const long m = m0 + ty + i * RTS;
-        if (m >= M) break;
-        for (int j = 0; j < WPT; j++) {{
-            const long n = n0 + tx + j * RTS;
-            if (n < N) c[co + m * N + n] = ({out_t})({t})acc[i][j];
-        }}
-    }}
-}}
-"""
-
-
-_UNITS: dict[Device, int] = {}
-
-
-def _units(dev: Device) -> int:
-    """The device's compute units (``CL_DEVICE_MAX_COMPUTE_UNITS``), read once."""
-    n = _UNITS.get(dev)
-    if n is None:
-        n = _UNITS[dev] = int(dev._cl_device.max_compute_units)
-    return n
+def _aligned_base(x: HPA, offset: int, vector: int) -> bool:
+    """Whether the first element of ``x``'s storage (``offset`` elements before the view's
+    first one) lies at a multiple of ``vector`` elements in host memory: the vector loads'
+    alignment where a driver uses the host's memory itself."""
+    a = x._a
+    return (a.__array_interface__["data"][0] - offset * a.itemsize) % (vector * a.itemsize) == 0
 
 
 def _types(dev: Device, x1: HPA, x2: HPA) -> tuple[np.dtype, np.dtype] | None:
@@ -216,6 +111,9 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
     nb = math.prod(bshape)
     if M * N * K * nb == 0:
         return None
+    # the tile configuration: tuned for this device (its first large float32 product tunes
+    # it, before anything is taken or locked here), else the built-in choice
+    cfg = matmul_tune.choose(dev, M, N, K, nb, lt.itemsize)
     v1, v2 = array_arg(_view(x1, m1), dev, "r"), array_arg(_view(x2, m2), dev, "r")
     if v1 is None or v2 is None:
         return None
@@ -232,41 +130,35 @@ def product(dev: Device, x1: HPA, x2: HPA, m1: np.ndarray, m2: np.ndarray
         sts.append(tuple(0 if k < pad or m.shape[k - pad] == 1 else v.strides[k - pad]
                          for k in range(len(bshape))))
     dims, (sa, sb) = _layout(bshape, sts)
-    # an operand stored column by column (a transposed view) is read along its columns
-    ta = M > 1 and abs(a_sm) < abs(a_sk)
-    tb = N > 1 and abs(b_sk) < abs(b_sn)
-    # large tiles (8 x 8 outputs per work-item: twice the multiply-adds per value read from
-    # local memory) where they still give every compute unit a group; measured on the H200
-    # (132 units), float32: n = 2048 1.11 -> 0.89 ms, 4096 7.05 -> 6.09 ms, but 1024 (64
-    # groups) 0.27 -> 0.45 ms
-    ts = TS_LARGE if -(-M // TS_LARGE) * -(-N // TS_LARGE) * nb >= _units(dev) else TS
-    src = _source(c_type(lt), lt.kind, c_type(x1._a.dtype), c_type(x2._a.dtype),
-                  c_type(out_dt), len(dims), ta, tb, ts)
-    tn, tm = -(-N // ts), -(-M // ts)
+    t = c_type(lt)
+    a_t, b_t, o_t = c_type(x1._a.dtype), c_type(x2._a.dtype), c_type(out_dt)
+    lay = layout(cfg, t, lt.kind, a_t, b_t, o_t, M, N, K, (v1.offset, a_sm, a_sk, sa),
+                 (v2.offset, b_sk, b_sn, sb), o.offset,
+                 lt.kind == "f" and _fma(dev, lt.itemsize))
+    if lay.va == 4 and not _aligned_base(v1.x, v1.offset, 4):
+        lay = replace(lay, va=1)
+    if lay.vb == 4 and not _aligned_base(v2.x, v2.offset, 4):
+        lay = replace(lay, vb=1)
+    tn, tm = -(-N // cfg.tn), -(-M // cfg.tm)
     # plain ints: the kernel's scalars are declared (launch.compiled), pyopencl packs them
     call: list[Any] = [M, N, K, tn, tm, o, o.offset, v1, v1.offset, a_sm, a_sk,
                        v2, v2.offset, b_sk, b_sn]
     for k, d in enumerate(dims):
         call += [d, sa[k], sb[k]]
-    enqueue(dev, compiled(dev, src, "mm"), "matmul", tn * tm * nb * GROUP, call,
-            new=(out._s,))  # taken from the pool above: no other thread reaches it
+    ls = cfg.local_size
+    src = source(cfg, lay)
+    if (dev, src) in _REFUSED:
+        return None
+    try:
+        kernel = compiled(dev, src, "mm")
+    except BuildFailed:
+        # a driver that can't build this kernel: the host computes such products (counted
+        # as host fallbacks), never an error the user's product did not cause
+        _REFUSED.add((dev, src))
+        return None
+    enqueue(dev, kernel, "matmul", tn * tm * nb * ls, call,
+            new=(out._s,), group=ls)  # taken from the pool above: no other thread reaches it
     return out
-
-
-def _result_nbytes(x1: HPA, x2: HPA) -> int:
-    """Bytes of ``x1 @ x2``'s result, as far as the shapes say (0 where they don't fit)."""
-    s1, s2 = x1._a.shape, x2._a.shape
-    try:
-        bshape = np.broadcast_shapes(s1[:-2], s2[:-2])
-    except ValueError:
-        return 0
-    m = s1[-2] if len(s1) >= 2 else 1
-    n = s2[-1] if len(s2) >= 2 else 1
-    try:
-        item = np.matmul.resolve_dtypes((x1._a.dtype, x2._a.dtype, None))[2].itemsize
-    except (TypeError, ValueError):
-        return 0
-    return math.prod(bshape) * m * n * item
 
 
 def _matmul(dev: Device, x1: Any, x2: Any, out: HPA | None) -> HPA | None:
@@ -287,15 +179,9 @@ def _matmul(dev: Device, x1: Any, x2: Any, out: HPA | None) -> HPA | None:
     return run(dev, "matmul", "a", [r], r._a.dtype, oa.dtype, oa.shape, out)
 
 
-def device_matmul(x1: Any, x2: Any, out: HPA | None = None) -> HPA | None:
-    """``x1 @ x2`` (into ``out`` for ``x1 @= x2``) on the device holding the operands'
-    newest data, or ``None``: the host path computes it (see :mod:`hostarray._compute`;
-    the result counts in the size threshold: an outer product can be far larger than
-    its operands)."""
-    both = type(x1) is HPA and type(x2) is HPA
-    dev = target((x1, x2), _result_nbytes(x1, x2) if both else 0)
-    if dev is None:
-        return None
+def matmul(dev: Device, x1: Any, x2: Any, out: HPA | None = None) -> HPA | None:
+    """``x1 @ x2`` (into ``out`` for ``x1 @= x2``) on ``dev``, or ``None``: the host path
+    computes it (counted as a host fallback)."""
     r = _matmul(dev, x1, x2, out)
     if r is None:
         COUNTERS.add(host_fallbacks=1)
@@ -304,7 +190,7 @@ def device_matmul(x1: Any, x2: Any, out: HPA | None = None) -> HPA | None:
     return r
 
 
-def _axes(n1: int, n2: int, axes: Any) -> tuple[list[int], list[int]] | None:
+def contracted_axes(n1: int, n2: int, axes: Any) -> tuple[list[int], list[int]] | None:
     """The contracted axes of ``tensordot``, non-negative, or ``None`` (the host raises)."""
     try:
         if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
@@ -349,7 +235,7 @@ def _matrices(a: np.ndarray, b: np.ndarray, c1: list[int], c2: list[int]
 
 def _tensordot(dev: Device, x1: HPA, x2: HPA, axes: Any) -> HPA | None:
     a, b = x1._a, x2._a
-    ax = _axes(a.ndim, b.ndim, axes)
+    ax = contracted_axes(a.ndim, b.ndim, axes)
     if ax is None:
         return None
     c1, c2 = ax
@@ -366,19 +252,9 @@ def _tensordot(dev: Device, x1: HPA, x2: HPA, axes: Any) -> HPA | None:
     return _view(r, r._a.reshape(shape))
 
 
-def device_tensordot(x1: Any, x2: Any, axes: Any) -> HPA | None:
-    """``tensordot(x1, x2, axes=axes)`` on the device holding the operands' newest data,
-    or ``None``: the host path computes it (see :mod:`hostarray._compute`)."""
-    nbytes = 0
-    if type(x1) is HPA and type(x2) is HPA:
-        ax = _axes(x1.ndim, x2.ndim, axes)
-        if ax is not None:
-            nbytes = max(x1._a.itemsize, x2._a.itemsize) * math.prod(
-                [n for i, n in enumerate(x1.shape) if i not in ax[0]]
-                + [n for j, n in enumerate(x2.shape) if j not in ax[1]])
-    dev = target((x1, x2), nbytes)
-    if dev is None:
-        return None
+def tensordot(dev: Device, x1: Any, x2: Any, axes: Any) -> HPA | None:
+    """``tensordot(x1, x2, axes=axes)`` on ``dev``, or ``None``: the host path computes it
+    (counted as a host fallback)."""
     r = _tensordot(dev, x1, x2, axes) if type(x1) is HPA and type(x2) is HPA else None
     COUNTERS.add(**({"device_ops": 1} if r is not None else {"host_fallbacks": 1}))
     return r

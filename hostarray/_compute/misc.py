@@ -3,10 +3,10 @@ writes into views.
 
 Each runs as one generated element-wise kernel (:func:`hostarray._compute.elementwise.run`)
 and moves no byte between host and device: the result (or the written view) is newest
-on the device, and the host acquires it only when it looks.  A function returns
-``None`` (``False`` for :func:`setitem`) where the device can't do the operation; the
-caller then runs its unchanged host path, and ``ha.stats().host_fallbacks`` counts the
-operations the placement rule sent to the device but that came back.
+on the device, and the host acquires it only when it looks.  :mod:`hostarray._placement`
+decides that an operation runs here (and on which device); a function returns ``None``
+where the device can't do it, the caller then runs its unchanged host path, and
+``ha.stats().host_fallbacks`` counts the operations that came back.
 
 Conversions are numpy's: ``astype``, a fill value or an assigned array of another type
 is converted as by a C cast (``(T)a``), which is what numpy does element by element,
@@ -23,18 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from .._array import _BASIC, HostPtrArray, _basic_target, _new
+from .._array import HostPtrArray, _new
 from .._devices import Device
 from .._stats import COUNTERS
 from ..errors import Refused
-from . import PUBLISH_LIMIT, device_compute_threshold, pool, register
-from .elementwise import run
+from . import PUBLISH_LIMIT, pool, register
+from .elementwise import copy_on, run
 from .launch import array_arg, compiled, enqueue, overlaps_badly, supports
 
-__all__ = ["astype", "clip", "copy", "fill", "fill_device", "setitem", "where"]
+__all__ = ["astype", "clip", "copy", "fill", "setitem", "where"]
 
 HPA = HostPtrArray
-_SCALARS = (bool, int, float)
 
 
 def _fallback(r: Any) -> Any:
@@ -187,15 +186,6 @@ def _clip(x: HostPtrArray, lo: Any, hi: Any, dev: Device) -> HostPtrArray | None
 
 # -- creation ------------------------------------------------------------------------------
 
-def fill_device(dev: Device, nbytes: int) -> bool:
-    """Whether an array of ``nbytes`` created on ``dev`` is filled there (see
-    :func:`fill`): a mapped or copied link (on a shared link the host fills the very
-    memory the device uses) and at least the device compute threshold."""
-    limit = device_compute_threshold()
-    return (dev.framework == "opencl" and limit is not None and nbytes >= limit
-            and dev.link != "shared")
-
-
 _EMPTY = object()  # fill(..., value=EMPTY): no values, only device-newest
 
 
@@ -269,71 +259,21 @@ def _on_device(v: HostPtrArray, dev: Device) -> bool:
         return hi - lo <= PUBLISH_LIMIT
     # what the launch would publish (the host-newest parts only); nothing may have to
     # come from another device first
-    acquires, publishes = coh.plan_device_read(dev, lo, hi)
+    with s.lock:  # another thread may be changing the map
+        acquires, publishes = coh.plan_device_read(dev, lo, hi)
     return not acquires and sum(b - a for a, b, _ in publishes) <= PUBLISH_LIMIT
 
 
-def _link_ok(x: HostPtrArray, dev: Device) -> bool:
-    buf = x._s.buffers.get(dev)
-    return (dev.link if buf is None else buf.link) in ("mapped", "copied")
+def setitem(out: HostPtrArray, value: Any, dev: Device) -> HostPtrArray | None:
+    """``out[...] = value`` on ``dev`` (``out``: the view of an array that ``x[key] =
+    value`` writes, on ``dev``; ``value`` a real scalar or a HostPtrArray on ``dev`` whose
+    bytes are current there, or host-newest and small: published), with no acquire of the
+    array.  Only the written view's bytes change state (they become device-newest); the
+    rest of the array keeps its own.  ``None`` where the host must write it."""
+    return _fallback(_setitem(out, value, dev))
 
 
-def _element(key: Any, ndim: int) -> bool:
-    """Whether the basic ``key`` names one element (an integer per axis: numpy's scalar
-    assignment, which takes no array)."""
-    parts = key if type(key) is tuple else (key,)
-    return len(parts) == ndim and all(type(k) is int for k in parts)
-
-
-def _basic(key: Any) -> bool:
-    return type(key) in _BASIC or (type(key) is tuple and all(type(k) in _BASIC for k in key))
-
-
-def setitem(x: HostPtrArray, key: Any, value: Any) -> bool:
-    """``x[key] = value`` on ``x``'s device, with no acquire of ``x``: ``key`` a basic index
-    (integers, slices, ``...``, ``None``), ``value`` a real scalar or a HostPtrArray on
-    the same device whose bytes are current there (or host-newest and small: published).
-    Only the written view's bytes change state (they become device-newest); the rest of
-    ``x`` keeps its own.  ``False`` where the host must write it."""
-    dev = x._device
-    if dev.framework != "opencl" or not _basic(key):
-        return False
-    limit = device_compute_threshold()
-    if limit is None:
-        return False
-    big = x._a.nbytes
-    if type(value) is HPA:
-        if value._device is not dev or (value._a.ndim and _element(key, x._a.ndim)):
-            return False  # numpy refuses an array (even of one element) for one element
-        big = max(big, value._a.nbytes)
-    elif not (type(value) in _SCALARS or (isinstance(value, np.generic)
-                                           and value.dtype.kind in "biuf")):
-        return False
-    if big < limit or not _link_ok(x, dev):
-        return False
-    try:
-        target = _basic_target(x._a, key)
-    except (IndexError, TypeError, ValueError):
-        return False  # numpy's error comes from the host path
-    if target is None or target.size == 0 or target.ndim > 32:
-        return False
-    if not _device_newest(x, target) and not (type(value) is HPA
-                                             and _device_newest(value, value._a)):
-        return False  # the placement rule: the newest bytes are the host's, so is the work
-    return _fallback(_setitem(x, _new(target, x._s, dev), value, dev)) is not None
-
-
-def _device_newest(x: HostPtrArray, view: np.ndarray) -> bool:
-    """Whether some bytes ``view`` (of ``x``'s storage) covers are newer on a device than
-    on the host."""
-    coh = x._s.coh
-    if coh is None:
-        return False
-    lo, hi = x._s.byte_range(view)
-    return not coh.is_host_current(lo, hi)
-
-
-def _setitem(x: HostPtrArray, out: HostPtrArray, value: Any, dev: Device) -> Any:
+def _setitem(out: HostPtrArray, value: Any, dev: Device) -> HostPtrArray | None:
     a = out._a
     xdt = a.dtype
     if not supports(dev, xdt):
@@ -349,7 +289,7 @@ def _setitem(x: HostPtrArray, out: HostPtrArray, value: Any, dev: Device) -> Any
         if y is None:
             return None
         if overlaps_badly(out, y):
-            y = _astype(y, y._a.dtype, dev)  # a device copy first, as numpy copies
+            y = copy_on(y, dev)  # a device copy first, as numpy copies
             if y is None:
                 return None
         ydt = y._a.dtype

@@ -1,3 +1,4 @@
+# Over 700 lines: one source generator for every reduction, its schedules, and fused inputs.
 """Reductions on the device: sums, products, extrema, arg-extrema, any/all, means,
 variances, vector dot products and norms, and cumulative sums and products.
 
@@ -32,16 +33,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._array import HostPtrArray
 from .._devices import Device
+from .._launch import PENDING
 from .._stats import COUNTERS
-from . import pool, register
-from .elementwise import _layout
+from .._storage import locked
+from . import fusion, pool, register
+from .kernel_text import _layout
 from .launch import GROUP, ArrayArg, array_arg, c_type, compiled, enqueue, supports
 
 __all__ = ["cumulative", "reduction"]
@@ -142,19 +145,32 @@ class Spec:
 
 
 def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final: bool,
-            idx_in: bool) -> str:
-    """OpenCL C of a reduction kernel ``red`` (see the module)."""
+            idx_in: bool, progs: Sequence[Any] = (), fp64: bool = True) -> str:
+    """OpenCL C of a reduction kernel ``red`` (see the module); ``progs``: per input, the
+    pending program folded in (its leaves are the kernel's arrays), or ``None``."""
     arg = spec.op in ("argmax", "argmin")
     a_t, l_t = c_type(spec.acc), c_type(spec.load)
     o_t = c_type(spec.out) if final else a_t
-    names = "ab"[:len(ins)]
+    progs = list(progs) or [None] * len(ins)
+    inputs = "ab"[:len(ins)]
+    names: list[str] = []  # the arrays: an input, or its program's leaves
+    array_types: list[str] = []
     params = ["const long nout", "const long m", f"__global {o_t} *out", "const long o_off"]
     if arg and not final:
         params.append("__global long *oidx")
-    for v, dt in zip(names, ins):
-        params += [f"__global const {c_type(dt)} *p{v}", f"const long {v}_off"]
-        params += [f"const long {v}_k{j}" for j in range(nk)]
-        params += [f"const long {v}_r{j}" for j in range(nr)]
+    for v, dt, prog in zip(inputs, ins, progs):
+        if prog is None:
+            arrays = [(v, c_type(dt))]
+        else:
+            arrays = [(f"{v}{j}", c_type(w.x._a.dtype)) for j, w in enumerate(prog.leaves)]
+        for w, ct in arrays:
+            names.append(w)
+            array_types.append(ct)
+            params += [f"__global const {ct} *p{w}", f"const long {w}_off"]
+            params += [f"const long {w}_k{j}" for j in range(nk)]
+            params += [f"const long {w}_r{j}" for j in range(nr)]
+        if prog is not None:
+            params += [f"const {c_type(sv.dtype)} {v}s{j}" for j, sv in enumerate(prog.scalars)]
     params += [f"const long kd{j}" for j in range(nk)] + [f"const long rd{j}" for j in range(nr)]
     if idx_in:
         params.append("__global const long *pidx")
@@ -193,9 +209,18 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
             body += [f"        {v}_i += c * {v}_r{j};" for v in names]
         else:
             body += [f"        {v}_i += rr * {v}_r0;" for v in names]
-    for v, dt in zip(names, ins):
-        load = _convert(f"p{v}[{v}_i]", c_type(dt), l_t,
-                        spec.load.kind == "b" and dt.kind != "b")
+    defs: dict[str, str] = {}
+    for v, dt, prog in zip(inputs, ins, progs):
+        value = f"p{v}[{v}_i]"
+        if prog is not None:  # the program's value, from its leaves (see .fusion)
+            leaves = [(f"{v}{j}l", c_type(w.x._a.dtype)) for j, w in enumerate(prog.leaves)]
+            body += [f"        const {ct} {n} = p{n[:-1]}[{n[:-1]}_i];" for n, ct in leaves]
+            scalars = [(f"{v}s{j}", c_type(sv.dtype)) for j, sv in enumerate(prog.scalars)]
+            more, lines, value = fusion.statements(prog.instructions, leaves, scalars,
+                                                   f"{v}v", fp64)
+            defs.update(more)
+            body += ["    " + line for line in lines]
+        load = _convert(value, c_type(dt), l_t, spec.load.kind == "b" and dt.kind != "b")
         body.append(f"        const {l_t} {v} = {load};")
     body += [f"        const A bv = (A)({spec.map});",
              f"        const long bi = {'pidx[a_i]' if idx_in else 'k'};",
@@ -219,8 +244,11 @@ def _source(spec: Spec, ins: list[np.dtype], nk: int, nr: int, mode: str, final:
         body.append(f"    out[o_off + {slot}] = av;")
         if arg:
             body.append(f"    oidx[{slot}] = ai;")
-    types = [c_type(d) for d in ins] + [l_t, o_t]
-    return (_prelude(spec.acc, types) + _combine(spec.op, spec.acc)
+    types = [c_type(d) for d in ins] + array_types + [l_t, o_t]
+    head = ""
+    if defs or any(p is not None for p in progs):
+        head = fusion._head(defs, types)
+    return (_prelude(spec.acc, types) + head + _combine(spec.op, spec.acc)
             + "__kernel void red(" + ", ".join(params) + ") {\n" + "\n".join(body) + "\n}\n")
 
 
@@ -235,13 +263,40 @@ def _temporary(t: HostPtrArray, dev: Device, mode: str) -> ArrayArg:
 
 class Operand:
     """An input of a reduction: its kernel argument, its element strides over the kept
-    axes (the result's order) and over the reduced axes."""
+    axes (the result's order) and over the reduced axes.  A pending result's operand is
+    its program (``prog``, :mod:`.fusion`) folded into the first pass: ``parts`` are its
+    leaves' operands, ``arg`` is ``None``."""
 
-    __slots__ = ("arg", "dtype", "kept", "red")
+    __slots__ = ("arg", "dtype", "kept", "red", "prog", "parts")
 
-    def __init__(self, arg: ArrayArg, dtype: np.dtype, kept: tuple[int, ...],
-                 red: tuple[int, ...]) -> None:
+    def __init__(self, arg: ArrayArg | None, dtype: np.dtype, kept: tuple[int, ...],
+                 red: tuple[int, ...], prog: Any = None, parts: Sequence[Operand] = ()
+                 ) -> None:
         self.arg, self.dtype, self.kept, self.red = arg, dtype, kept, red
+        self.prog, self.parts = prog, parts
+
+    def arrays(self) -> Sequence[Operand]:
+        """The operands passed as arrays: this one, or its program's leaves."""
+        return self.parts if self.prog is not None else (self,)
+
+    def signature(self) -> Any:
+        return self.dtype if self.prog is None else (self.dtype, self.prog.signature())
+
+
+def _fused(x: HostPtrArray, axes: tuple[int, ...]) -> tuple[Any, Operand] | None:
+    """``(token, operand)`` folding ``x``'s pending program into a reduction over ``axes``,
+    or ``None`` (``x`` is no whole pending result)."""
+    got = fusion.pending_program(x)
+    if got is None:
+        return None
+    token, prog = got
+    parts = []
+    nd = len(prog.shape)
+    for v in prog.leaves:
+        st = fusion._broadcast(v, prog.shape)
+        parts.append(Operand(v, v.x._a.dtype, tuple(st[k] for k in range(nd) if k not in axes),
+                             tuple(st[k] for k in axes)))
+    return token, Operand(None, prog.dtype, (), (), prog, parts)
 
 
 def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
@@ -249,8 +304,9 @@ def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
             q: Any, idx: HostPtrArray | None = None) -> bool:
     """Reduce ``ops`` (``kept``/``red`` extents) into the contiguous ``out``; ``False``
     (nothing launched) where an operand can't be a kernel argument."""
-    kd, ksts = _layout(kept, [o.kept for o in ops])
-    rd, rsts = _layout(red, [o.red for o in ops])
+    arrays = [a for o in ops for a in o.arrays()]
+    kd, ksts = _layout(kept, [a.kept for a in arrays])
+    rd, rsts = _layout(red, [a.red for a in arrays])
     n, m = math.prod(kd), math.prod(rd)
     o = array_arg(out, dev, "w")
     mu_arg = array_arg(mu, dev, "r") if mu is not None else None
@@ -284,6 +340,7 @@ def _launch(dev: Device, spec: Spec, ops: list[Operand], kept: tuple[int, ...],
 
 
 _SOURCES: dict[tuple[Any, ...], str] = {}
+_F64 = np.dtype(np.float64)
 
 
 def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
@@ -297,11 +354,15 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
     index temporaries and ``mu`` are pooled storages taken by this reduction, which no
     other thread can reach yet (see :func:`~hostarray._compute.launch.enqueue`'s ``new``)."""
     key = (spec.op, spec.acc, spec.load, spec.out, spec.map, spec.epilogue, spec.mu, spec.q,
-           *[op.dtype for op in ops], len(kd), len(rd), mode, final, idx_in is not None)
+           *[op.signature() for op in ops], len(kd), len(rd), mode, final, idx_in is not None,
+           supports(dev, _F64))
     src = _SOURCES.get(key)
     if src is None:
+        if len(_SOURCES) >= 4096:
+            _SOURCES.clear()
         src = _SOURCES[key] = _source(spec, [op.dtype for op in ops], len(kd), len(rd), mode,
-                                      final, idx_in is not None)
+                                      final, idx_in is not None, [op.prog for op in ops],
+                                      supports(dev, _F64))
     kernel = compiled(dev, src, "red")
     n, m = math.prod(kd), math.prod(rd)
     if o is None:
@@ -310,8 +371,15 @@ def _enqueue(dev: Device, spec: Spec, ops: list[Operand], kd: tuple[int, ...],
     call: list[Any] = [n, m, o, o.offset]
     if idx_out is not None:
         call.append(_temporary(idx_out, dev, "w"))
-    for op, ks, rs in zip(ops, ksts, rsts):
-        call += [op.arg, op.arg.offset, *ks, *rs]
+    j = 0
+    for op in ops:
+        for a in op.arrays():
+            arg = a.arg
+            assert arg is not None
+            call += [arg, arg.offset, *ksts[j], *rsts[j]]
+            j += 1
+        if op.prog is not None:
+            call += [int(v) if type(v) is np.bool_ else v for v in op.prog.scalars]
     call += [*kd, *rd]
     if idx_in is not None:
         call.append(_temporary(idx_in, dev, "r"))
@@ -439,11 +507,30 @@ def _reduce(name: str, dev: Device, x: HostPtrArray, axis: Any = None, dtype: An
     spec, corr = got
     if not all(supports(dev, d) for d in (spec.acc, spec.load, spec.out)):
         return None
+    return _folded(dev, x, axes, lambda op: _reduce_op(dev, spec, corr, op, a, axes, keepdims))
+
+
+def _folded(dev: Device, x: HostPtrArray, axes: tuple[int, ...],
+            body: Callable[[Operand], HostPtrArray | None]) -> HostPtrArray | None:
+    """``body(operand of x)``: ``x``'s pending program folded in where it has one (under
+    its leaves' locks, while it is still pending: no write reached them since), else
+    ``x`` as an array."""
+    got = _fused(x, axes)
+    if got is not None:
+        token, op = got
+        storages = list({id(p.arg.s): p.arg.s for p in op.parts if p.arg is not None}.values())
+        with locked(storages):
+            if token.state == PENDING:
+                return body(op)
     xa = array_arg(x, dev, "r")
     if xa is None:
         return None
+    return body(_split(x, xa, axes))
+
+
+def _reduce_op(dev: Device, spec: Spec, corr: Any, op: Operand, a: np.ndarray,
+               axes: tuple[int, ...], keepdims: bool) -> HostPtrArray | None:
     m = math.prod(a.shape[k] for k in axes)
-    op = _split(x, xa, axes)
     kept = tuple(n for k, n in enumerate(a.shape) if k not in axes)
     red = tuple(a.shape[k] for k in axes)
     out = pool.result(dev, _result_shape(a.shape, axes, keepdims), spec.out)
@@ -484,15 +571,6 @@ def _vecdot(dev: Device, x1: Any, x2: Any, axis: Any) -> HostPtrArray | None:
         shape = np.broadcast_shapes(outer1, outer2)
     except ValueError:
         return None
-    ops = []
-    for x, k, outer in ((x1, k1, outer1), (x2, k2, outer2)):
-        xa = array_arg(x, dev, "r")
-        if xa is None:
-            return None
-        st = xa.strides[:k] + xa.strides[k + 1:]
-        pad = len(shape) - len(st)
-        kept = (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(outer, st))
-        ops.append(Operand(xa, x._a.dtype, kept, (xa.strides[k],)))
     if rt.kind == "b":
         mp = "a & b"
     elif rt.kind == "f":
@@ -500,6 +578,39 @@ def _vecdot(dev: Device, x1: Any, x2: Any, axis: Any) -> HostPtrArray | None:
     else:
         mp = "(A)((WA)(UA)a * (WA)(UA)b)"
     spec = Spec("add", rt, rt, rt, mp)
+
+    def operand(strides: tuple[int, ...], k: int, outer: tuple[int, ...]
+                ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        st = strides[:k] + strides[k + 1:]
+        pad = len(shape) - len(st)
+        return (0,) * pad + tuple(0 if n == 1 else s for n, s in zip(outer, st)), (strides[k],)
+
+    # pending operands fold their programs in (under their leaves' locks, while pending)
+    tokens, ops, leaves = [], [], []
+    for x, k, outer in ((x1, k1, outer1), (x2, k2, outer2)):
+        got = fusion.pending_program(x)
+        if got is None or x1 is x2:
+            xa = array_arg(x, dev, "r")
+            if xa is None:
+                return None
+            ops.append(Operand(xa, x._a.dtype, *operand(xa.strides, k, outer)))
+            continue
+        token, prog = got
+        parts = [Operand(v, v.x._a.dtype, *operand(fusion._broadcast(v, prog.shape), k, outer))
+                 for v in prog.leaves]
+        tokens.append(token)
+        leaves += [v.s for v in prog.leaves]
+        ops.append(Operand(None, prog.dtype, (), (), prog, parts))
+    with locked(leaves):
+        if all(t.state == PENDING for t in tokens):
+            out = pool.result(dev, shape, rt)
+            return out if _launch(dev, spec, ops, shape, (m,), out, None, None) else None
+    ops = []
+    for x, k, outer in ((x1, k1, outer1), (x2, k2, outer2)):
+        xa = array_arg(x, dev, "r")
+        if xa is None:
+            return None
+        ops.append(Operand(xa, x._a.dtype, *operand(xa.strides, k, outer)))
     out = pool.result(dev, shape, rt)
     return out if _launch(dev, spec, ops, shape, (m,), out, None, None) else None
 
@@ -527,14 +638,14 @@ def _norm(dev: Device, x: HostPtrArray, axis: Any, keepdims: bool, ord_: Any
         spec = Spec("add", rt, rt, rt, f"pow(fabs(a), (A){float(ord_)!r})", "pow(acc, q)",
                     q=rt)
         q = 1.0 / ord_
-    xa = array_arg(x, dev, "r")
-    if xa is None:
-        return None
     kept = tuple(n for k, n in enumerate(a.shape) if k not in axes)
     red = tuple(a.shape[k] for k in axes)
-    out = pool.result(dev, _result_shape(a.shape, axes, keepdims), rt)
-    ok = _launch(dev, spec, [_split(x, xa, axes)], kept, red, out, None, q)
-    return out if ok else None
+
+    def body(op: Operand) -> HostPtrArray | None:
+        out = pool.result(dev, _result_shape(a.shape, axes, keepdims), rt)
+        return out if _launch(dev, spec, [op], kept, red, out, None, q) else None
+
+    return _folded(dev, x, axes, body)
 
 
 def reduction(name: str, dev: Device, operands: tuple[Any, ...], **kw: Any

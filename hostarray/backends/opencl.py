@@ -1,20 +1,27 @@
-"""The OpenCL backend: discovery, buffers over host memory, map/unmap/copy.
+# Over 700 lines: discovery, the buffer and its sub-buffers, and the probes share one runtime.
+"""The OpenCL backend: discovery, buffers over host memory, map/unmap/copy, programs.
 
-Everything hostarray does with pyopencl happens here or in
-:mod:`hostarray.kernels`.
+Everything hostarray does with pyopencl happens here, in :mod:`hostarray._launch` (the
+launch protocol) or in :mod:`hostarray.kernels`.  Here too: the one program cache (per
+device runtime, :meth:`DeviceRuntime.program`), the one table between numpy dtypes and
+OpenCL C types (:data:`C_TYPES`), and what a kernel's arguments are, read from
+``clGetKernelArgInfo`` (:func:`kernel_arguments`).
 """
 
 from __future__ import annotations
 
 import bisect
-import os
+import re
 import threading
+import time
 import warnings
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
+from .. import _settings
+from .._settings import LINK_KINDS
 from .._stats import COUNTERS
 from .._storage import PAGE_SIZE, address_of, aligned_empty
 from ..errors import BuildFailed, Refusal, Refused
@@ -33,26 +40,21 @@ if _read_buffer is None or _write_buffer is None:
                       blocking: bool) -> Any:
         return cl.enqueue_copy(q, buf, host, dst_offset=offset, is_blocking=blocking)
 
-__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "build_program", "forced_link",
-           "sub_range"]
-
-LINK_KINDS = ("shared", "mapped", "copied")
+__all__ = ["discover", "DeviceRuntime", "LINK_KINDS", "OUT_OF_MEMORY_CODES", "build_program",
+           "forced_link", "sub_range", "C_TYPES", "DTYPES", "SCALAR_DTYPES", "element_dtypes",
+           "scalar_of", "kernel_arguments", "typed_kernel"]
 
 
 def forced_link() -> str | None:
-    """The link kind ``HOSTARRAY_LINK`` forces (``None`` for unset or ``auto``).
+    """The link kind ``HOSTARRAY_LINK`` forces (``None`` for unset or ``auto``), read by
+    :func:`hostarray._settings.link`.
 
     Raises
     ------
     ValueError
         ``HOSTARRAY_LINK`` names no link kind.
     """
-    forced = os.environ.get("HOSTARRAY_LINK", "").strip().lower()
-    if not forced or forced == "auto":
-        return None
-    if forced not in LINK_KINDS:
-        raise ValueError(f"HOSTARRAY_LINK={forced!r}: use one of auto, {', '.join(LINK_KINDS)}")
-    return forced
+    return _settings.link()
 
 _U8: Any = np.uint8  # element type of mapped views (pyopencl's stubs want a dtype object)
 _PROBE_SOURCE = ("__kernel void hostarray_probe(__global int *x) "
@@ -68,6 +70,12 @@ _GUARD = 64  # bytes around the probed range that must stay untouched
 
 
 _IN_USE = object()  # a sub-buffer's last use: handed out, the command not known yet
+
+# The OpenCL status codes that mean "no memory for this buffer" (on the device, or on the
+# host for the driver's own bookkeeping): CL_MEM_OBJECT_ALLOCATION_FAILURE,
+# CL_OUT_OF_RESOURCES, CL_OUT_OF_HOST_MEMORY.  The device-compute pool empties itself and
+# retries once on these (hostarray._compute.pool).
+OUT_OF_MEMORY_CODES = frozenset((-4, -5, -6))
 
 
 def sub_range(offset: int, nbytes: int, unit: int, total: int) -> tuple[int, int]:
@@ -148,16 +156,185 @@ def discover() -> tuple[list[tuple[int, int, cl.Device]], list[tuple[str, str, s
     return working, left_out
 
 
-def build_program(ctx: cl.Context, source: str, options: list[str],
-                  device_label: str) -> cl.Program:
-    """Build ``source``; on failure raise :class:`BuildFailed` with the ``error:`` lines."""
+# -- numpy dtypes and OpenCL C types: the one table ---------------------------------------------
+
+# The OpenCL C type of each numpy dtype's elements (native byte order): ``bool`` is
+# ``uchar`` (0 or 1), a complex number a 2-vector of its component.  Keyed by dtype, not by
+# dtype.name (the name is rebuilt on every access: microseconds).
+C_TYPES: dict[np.dtype, str] = {np.dtype(k): v for k, v in (
+    ("bool", "uchar"), ("int8", "char"), ("uint8", "uchar"), ("int16", "short"),
+    ("uint16", "ushort"), ("int32", "int"), ("uint32", "uint"), ("int64", "long"),
+    ("uint64", "ulong"), ("float16", "half"), ("float32", "float"), ("float64", "double"),
+    ("complex64", "float2"), ("complex128", "double2"))}
+# The numpy dtype of each OpenCL C scalar type (its inverse, less bool and the vectors)
+DTYPES: dict[str, np.dtype] = {c: dt for dt, c in C_TYPES.items() if dt.kind in "iuf"}
+# What a kernel's scalar argument of each type name (as clGetKernelArgInfo gives it) is
+# passed as
+SCALAR_DTYPES: dict[str, np.dtype] = {
+    **DTYPES, **{f"unsigned {c[1:]}": DTYPES[c] for c in ("uchar", "ushort", "uint", "ulong")},
+    "bool": np.dtype(np.int32), "size_t": np.dtype(np.uint64)}
+
+_ADDRESS_SIZED = ("size_t", "ptrdiff_t", "intptr_t", "uintptr_t")
+_VECTOR = re.compile(r"^([a-z]+?)(2|3|4|8|16)$")
+_QUALIFIERS = re.compile(r"\b(?:const|volatile|restrict|__global|global|__constant|constant)\b")
+_NUMERIC = [np.dtype(c) for c in "?bBhHiIlLqQefdFD"]
+
+
+def scalar_of(pointee: str) -> str:
+    """The OpenCL C scalar type name of a pointer's element type, as declared
+    (``"uint"`` for ``unsigned int``, ``"float"`` for ``float4``); other names as they are."""
+    t = " ".join(_QUALIFIERS.sub(" ", pointee).split())
+    if t.startswith("unsigned "):
+        t = "u" + t[9:]
+    elif t.startswith("signed "):
+        t = t[7:]
+    t = {"unsigned": "uint", "long long": "long", "ulong long": "ulong"}.get(t, t)
+    m = _VECTOR.match(t)
+    if m and m.group(1) in DTYPES:
+        return m.group(1)
+    return t
+
+
+def element_size(base: str, address_bits: int) -> int:
+    """Bytes per element of the scalar type ``base`` (see :func:`scalar_of`), or 0."""
+    if base in _ADDRESS_SIZED:
+        return address_bits // 8
+    dt = DTYPES.get(base)
+    return dt.itemsize if dt is not None else 0
+
+
+def element_dtypes(pointee: str, address_bits: int) -> frozenset[np.dtype] | None:
+    """numpy dtypes (native byte order) an array may have to be passed as a pointer to
+    ``pointee`` (the argument's type name without ``*``), or ``None`` when any may
+    (a struct, a typedef hostarray can't see through, ``void``).
+
+    The element size must match; integers of either signedness are taken for one
+    another and ``bool`` for ``char``/``uchar``; a complex dtype passes for its
+    component type (``complex64`` for ``float``, ``float2``...).
+
+    Examples
+    --------
+    >>> from hostarray.backends.opencl import element_dtypes
+    >>> sorted(d.name for d in element_dtypes("float4", 64))
+    ['complex64', 'float32']
+    >>> sorted(d.name for d in element_dtypes("unsigned char", 64))
+    ['bool', 'int8', 'uint8']
+    >>> element_dtypes("struct pair", 64) is None
+    True
+    """
+    base = scalar_of(pointee)
+    size = element_size(base, address_bits)
+    if not size:
+        return None
+    if base in _ADDRESS_SIZED or DTYPES[base].kind in "iu":
+        ok = [d for d in _NUMERIC if d.kind in "iu" and d.itemsize == size]
+        if size == 1:
+            ok.append(np.dtype(bool))
+    else:
+        ok = [d for d in _NUMERIC if (d.kind == "f" and d.itemsize == size)
+              or (d.kind == "c" and d.itemsize == 2 * size)]
+    return frozenset(ok)
+
+
+# One argument of a kernel, from clGetKernelArgInfo: ``(name, kind, detail, declared,
+# takes)``; kind ``"buffer"`` (a __global or __constant pointer: detail ``"read"`` where it
+# is const or __constant, else ``"readwrite"``; declared: its type name, ``takes``: the
+# element dtypes it takes, see element_dtypes), ``"local"`` or ``"scalar"`` (detail: its
+# type name).
+KernelArg = tuple[str, str, str | None, str, frozenset[np.dtype] | None]
+
+
+def kernel_arguments(kernel: cl.Kernel, address_bits: int) -> list[KernelArg]:
+    """Every argument of ``kernel`` (its program built with ``-cl-kernel-arg-info``), as
+    :data:`KernelArg`; raises ``cl.Error`` where the driver keeps no argument info."""
+    info: Any = kernel.get_arg_info  # pyopencl's stubs: object
+    q, a = cl.kernel_arg_info, cl.kernel_arg_address_qualifier
+    out: list[KernelArg] = []
+    for i in range(kernel.num_args):
+        addr = info(i, q.ADDRESS_QUALIFIER)
+        full = info(i, q.TYPE_NAME).strip()
+        tname = full.rstrip("*")
+        name = info(i, q.NAME)
+        if addr in (a.GLOBAL, a.CONSTANT):
+            const = bool(info(i, q.TYPE_QUALIFIER) & cl.kernel_arg_type_qualifier.CONST) or \
+                addr == a.CONSTANT
+            out.append((name, "buffer", "read" if const else "readwrite",
+                        " ".join(full.split()), element_dtypes(tname, address_bits)))
+        elif addr == a.LOCAL:
+            out.append((name, "local", None, "", None))
+        else:
+            out.append((name, "scalar", tname.strip(), "", None))
+    return out
+
+
+def typed_kernel(program: cl.Program, name: str, address_bits: int, strict: bool = False
+                 ) -> tuple[cl.Kernel, list[KernelArg] | None]:
+    """Kernel ``name`` of ``program`` and its arguments, its scalar arguments declared by
+    their type names: pyopencl packs them directly (about 6 us less per scalar and launch
+    than its untyped path, which tries one conversion after another; 70 us per launch for
+    seven arguments on PoCL).  Where the driver keeps no argument info: ``cl.Error`` if
+    ``strict``, else the kernel untyped and ``None``."""
+    kernel = cl.Kernel(program, name)
     try:
-        return cl.Program(ctx, source).build(options=options)
-    except cl.RuntimeError as e:
-        full = str(e)
-        errors = [ln for ln in full.splitlines() if "error" in ln.lower()
-                  and not ln.startswith(("clBuildProgram", "Build on", "(options"))]
+        args = kernel_arguments(kernel, address_bits)
+    except cl.Error:
+        if strict:
+            raise
+        return kernel, None
+    kernel.set_scalar_arg_dtypes([SCALAR_DTYPES.get(detail)
+                                  if kind == "scalar" and detail else None
+                                  for _, kind, detail, _, _ in args])
+    return kernel, args
+
+
+_PYOPENCL_LINES = ("clBuildProgram", "Build on", "(options", "(source saved")
+# how a driver's build log says it did not take an option where it answers
+# CL_BUILD_PROGRAM_FAILURE instead of CL_INVALID_BUILD_OPTIONS (NVIDIA's, on the H200:
+# 'Error in processing command line: Don't understand command line argument "-x"!')
+_OPTION_ERROR = re.compile(r"processing command line|command line argument|"
+                           r"value of -\S+ flag|invalid build option|unknown argument",
+                           re.IGNORECASE)
+
+
+def build_program(ctx: cl.Context, source: str, options: list[str],
+                  device_label: str, shown: tuple[str, ...] | None = None) -> cl.Program:
+    """Build ``source`` with ``options`` (a list of strings, one option each); on failure
+    raise :class:`BuildFailed` with the ``error:`` lines, or, where the driver refused the
+    options themselves (``CL_INVALID_BUILD_OPTIONS``, or a failed build whose log is about
+    the command line: NVIDIA's), with ``options`` set to ``shown`` (the options to name: by
+    default all of ``options``) and the driver's words."""
+    # The program object's own build, not pyopencl's Program.build: a build that succeeds
+    # with a non-empty log (a ``#warning``, a driver's remark) makes that one warn
+    # pyopencl.CompilerWarning, which prints on stderr and, under ``-W error``, raises
+    # after the build and loses the program.  The log stays readable on the built program
+    # (hostarray.Program.build_log / .warnings).  pyopencl's option handling is kept (its
+    # include folder, PYOPENCL_BUILD_OPTIONS).
+    options_bytes, _ = cl.Program._process_build_options(ctx, options)
+    raw = cl._cl._Program(ctx, source)
+    try:
+        raw._build(options=options_bytes, devices=None)
+    except cl.Error as e:
+        logs = []
+        devices: list[Any] = list(raw.get_info(cl.program_info.DEVICES))  # type: ignore[call-overload]
+        for dev in devices:
+            try:
+                logs.append(f"Build on {dev}:\n\n"
+                            f"{raw.get_build_info(dev, cl.program_build_info.LOG)}")
+            except cl.Error:
+                pass
+        full = "\n\n".join([str(e), *logs]) + f"\n\n(options: {options_bytes.decode()})"
+        lines = full.splitlines()
+        said = [ln.strip() for ln in lines if ln.strip() and not ln.startswith(_PYOPENCL_LINES)]
+        code = getattr(e, "code", None)
+        if code == cl.status_code.INVALID_BUILD_OPTIONS or (
+                code == cl.status_code.BUILD_PROGRAM_FAILURE
+                and any(_OPTION_ERROR.search(ln) for ln in said)):
+            raise BuildFailed(device_label, "\n".join(said), full,
+                              options=tuple(options if shown is None else shown)) from None
+        errors = [ln for ln in lines if "error" in ln.lower()
+                  and not ln.startswith(_PYOPENCL_LINES)]
         raise BuildFailed(device_label, "\n".join(errors) or full, full) from None
+    return cl.Program(raw)
 
 
 class DeviceRuntime:
@@ -173,15 +350,39 @@ class DeviceRuntime:
         self._link: str | None = None
         self._host_alignment: int | None = None
         self.host_probe: dict[int, bool] = {}  # offset from a page -> used in place
-        self.programs: dict[tuple[str, tuple[str, ...]], Any] = {}
+        # the one program cache: (source, options) -> [cl.Program, {its callers' kernels}]
+        self.programs: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
         # The newest command enqueued (a launch, a transfer): while it runs, buffers that die
         # are kept here and let go once the queue is idle, because NVIDIA's driver blocks
         # clReleaseMemObject until the queue drains (a dropped temporary would stall it).
         self.last_event: Any = None
         self.graveyard: list[Any] = []
+        # the registry of launches not known finished (hostarray._launch.pending)
+        self.pending: Any = None
         # sub-buffer origins are multiples of this many bytes; a sub-buffer covers whole
         # units, so two that share no unit never overlap (see OpenCLBuffer.handle)
         self.sub_unit = max(1, int(cl_device.mem_base_addr_align) // 8)
+
+    def program(self, source: str, options: tuple[str, ...], shown: tuple[str, ...] | None = None,
+                counted: bool = False) -> list[Any]:
+        """``[cl.Program, kernels]`` for ``source`` built with ``options`` on this device:
+        built once per source and options (:func:`build_program`; ``shown``: the options a
+        refusal names), then cached.  ``kernels`` is a dict the caller keeps its kernel
+        objects in.  ``counted``: a build counts in ``ha.stats()`` (``kernels_compiled``,
+        ``compile_seconds``: hostarray's generated kernels)."""
+        key = (source, options)
+        hit = self.programs.get(key)
+        if hit is not None:
+            return hit
+        with self.lock:
+            hit = self.programs.get(key)
+            if hit is None:
+                t0 = time.perf_counter()
+                prg = build_program(self.context, source, list(options), self.label, shown)
+                if counted:
+                    COUNTERS.add(kernels_compiled=1, compile_seconds=time.perf_counter() - t0)
+                hit = self.programs[key] = [prg, {}]
+        return hit
 
     def busy(self) -> bool:
         """Whether the newest enqueued command may still run."""
@@ -306,10 +507,17 @@ class DeviceRuntime:
             buf.release()
 
     # -- buffers -------------------------------------------------------------------------
-    def create_buffer(self, host_bytes: np.ndarray, device: Any, readonly: bool = False
-                      ) -> OpenCLBuffer:
-        """A buffer over ``host_bytes`` (contiguous uint8); raises :class:`Refused`."""
-        link = self.link
+    def create_buffer(self, host_bytes: np.ndarray, device: Any, readonly: bool = False,
+                      device_only: bool = False) -> OpenCLBuffer:
+        """A buffer over ``host_bytes`` (contiguous uint8); raises :class:`Refused`.
+
+        ``device_only``: device memory of its own, kept in sync with ``host_bytes`` by
+        copies (the copied link's kind of buffer) whatever the device's link, so that
+        the driver never touches ``host_bytes`` but to copy (a device-born result's host
+        memory is committed only as the host reads it; a ``USE_HOST_PTR`` buffer would
+        pin, and so commit, every page).  The refusal of a buffer for want of memory
+        says so in its :class:`Refusal`'s ``code`` (:data:`OUT_OF_MEMORY_CODES`)."""
+        link = "copied" if device_only else self.link
         # read-only host memory (e.g. np.frombuffer on bytes) gets a read-only buffer:
         # kernels can read it, and hostarray refuses launches that may write it
         readonly = readonly or not host_bytes.flags.writeable
@@ -330,7 +538,7 @@ class OpenCLBuffer:
     """A ``cl.Buffer`` over one host allocation and how to sync it."""
 
     __slots__ = ("runtime", "buf", "host", "link", "nbytes", "subs", "unit", "_ranges",
-                 "_last_use", "_raw", "_sub_lock", "__weakref__")
+                 "_last_use", "raw_held", "_sub_lock", "__weakref__")
 
     def __init__(self, runtime: DeviceRuntime, buf: cl.Buffer, host: np.ndarray, link: str):
         self.runtime = runtime
@@ -348,7 +556,7 @@ class OpenCLBuffer:
         self._last_use: dict[tuple[int, int], Any] = {}
         # sub-buffers handed to open ``hostptr.cl_buffer`` blocks (how many each): the
         # block's code may still enqueue on one, so nothing may retire it before the block ends
-        self._raw: dict[tuple[int, int], int] = {}
+        self.raw_held: dict[tuple[int, int], int] = {}
         self._sub_lock = threading.Lock()
 
     def publish(self, lo: int = 0, hi: int | None = None) -> tuple[Any, int]:
@@ -381,7 +589,7 @@ class OpenCLBuffer:
             # on an in-order queue with no map outstanding (clEnqueueReadBuffer), one driver
             # call instead of a map and an unmap, and never slower (H200: 13.6 against 23.7
             # us for 4 bytes, 51.9 against 50.1 GB/s at 16 MiB, 54.8 against 54.7 at 256
-            # MiB; benchmarks/probe_small_acquire.py)
+            # MiB; benchmarks/probes/probe_small_acquire.py)
             _read_buffer(q, self.buf, self.host[lo:hi], lo, None, True)
             return hi - lo
         mapped, _ = cl.enqueue_map_buffer(q, self.buf, cl.map_flags.READ, lo, (hi - lo,),
@@ -397,7 +605,7 @@ class OpenCLBuffer:
             return None
         lo, hi = key = sub_range(offset, nbytes, self.unit, self.nbytes)
         with self._sub_lock:
-            for k in self._raw:
+            for k in self.raw_held:
                 if k != key and k[0] < hi and lo < k[1]:
                     return k
         return None
@@ -424,7 +632,7 @@ class OpenCLBuffer:
                 sub = self.subs[key] = self.buf.get_sub_region(key[0], key[1] - key[0])
                 bisect.insort(self._ranges, key)
             if raw:
-                self._raw[key] = self._raw.get(key, 0) + 1
+                self.raw_held[key] = self.raw_held.get(key, 0) + 1
             # in use by a command not known yet: until used() names it, retiring this one
             # waits for the whole queue
             self._last_use[key] = _IN_USE
@@ -447,11 +655,11 @@ class OpenCLBuffer:
             return
         key = sub_range(offset, nbytes, self.unit, self.nbytes)
         with self._sub_lock:
-            n = self._raw.get(key, 0) - 1
+            n = self.raw_held.get(key, 0) - 1
             if n > 0:
-                self._raw[key] = n
+                self.raw_held[key] = n
             else:
-                self._raw.pop(key, None)
+                self.raw_held.pop(key, None)
         self.used(offset, nbytes, event)
 
     def sub_ranges(self) -> list[tuple[int, int]]:
@@ -479,7 +687,7 @@ class OpenCLBuffer:
         if start == stop:
             return
         victims = ranges[start:stop]
-        held = [k for k in victims if k in self._raw]
+        held = [k for k in victims if k in self.raw_held]
         if held:  # the callers check held_overlap first, under the storage's lock
             raise AssertionError(f"sub-buffer {held[0]} is held by an open cl_buffer block")
         del ranges[start:stop]
@@ -500,7 +708,7 @@ class OpenCLBuffer:
                         pass
         # Released now, before the overlapping one is created: kept alive beside it (the
         # graveyard), NVIDIA's driver crashed when they were released later (measured on
-        # the H200: benchmarks/probe_views.py, variant newdefer).  The release may block
+        # the H200: benchmarks/probes/probe_views.py, variant newdefer).  The release may block
         # while the queue still runs (NVIDIA), a cost paid only when views overlap.
         for d in dead:
             d.release()
@@ -520,4 +728,4 @@ class OpenCLBuffer:
             self.subs.clear()
             self._ranges.clear()
             self._last_use.clear()
-            self._raw.clear()
+            self.raw_held.clear()

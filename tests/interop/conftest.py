@@ -2,9 +2,10 @@
 
 SciPy reads ``SCIPY_ARRAY_API`` once, when it is first imported, and
 scikit-learn's ``array_api_dispatch`` requires it.  This conftest is loaded
-before any test module of this folder is imported (and pytest collects
-``tests/interop`` before the ``tests/test_*.py`` files), so setting it here
-comes before any SciPy import.  It changes nothing for numpy inputs, so
+before any test module of this folder is imported (pytest collects the folders
+of ``tests/`` in alphabetical order, and ``array``, ``coherence`` and
+``device_compute``, collected before this one, import no SciPy), so setting it
+here comes before any SciPy import.  It changes nothing for numpy inputs, so
 the rest of the suite is unaffected.  If SciPy was imported earlier anyway
 (an unusual selection of test paths), the SciPy/scikit-learn tests fail
 with a message that says how to run them.

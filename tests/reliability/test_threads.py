@@ -268,3 +268,82 @@ def test_dropping_a_raw_view_never_waits_for_another_threads_lock(prg, cl_device
     prg.spin_add(n, x, 1.0, 0)  # applies the deferred end and publishes the raw writes
     assert not x._s.escaped
     np.testing.assert_array_equal(np.array(x, copy=True), np.full(n, 6.0, np.float32))
+
+
+
+def test_placement_reads_the_map_while_another_thread_changes_it(off_shared: ha.Device,
+                                                                  device_path: None,
+                                                                  thorough: bool) -> None:
+    """One thread splits and merges the coherence map of an array (kernels on one half,
+    host writes to pieces of it) while others compute on the other half, which asks the
+    map where the newest bytes are (the device compute path's placement) every time.
+    The placement's read must never see a half-changed map (it once raised IndexError on
+    the copied link, once in a CI run), and every value must be numpy's."""
+    rounds = 8000 if thorough else 1500
+    prg = ha.Program(SRC, device=off_shared)
+    g = off_shared.alignment // 4
+    part = 8 * g
+    x = ha.zeros(2 * part, dtype=ha.float32, device=off_shared)
+
+    def churn() -> None:
+        left = x[:part]
+        model = np.zeros(part, np.float32)
+        for r in range(rounds):
+            prg.spin_add(part, left, 1.0, 0)  # device-newest: one segment
+            model += 1
+            k = 1 + r % 6
+            piece = x[k * g:(k + 1) * g]  # a host write cuts the segment in three
+            piece += 1.0
+            model[k * g:(k + 1) * g] += 1
+        np.testing.assert_array_equal(np.asarray(left), model)
+
+    def compute(t: int) -> Callable[[], None]:
+        def run() -> None:
+            right = x[part:]
+            want = np.full(part, float(t), np.float32)
+            for _ in range(rounds):
+                got = right * 2.0 + float(t)  # placement reads the map over right's span
+                np.testing.assert_array_equal(np.asarray(got), want)
+        return run
+
+    run_threads([churn, compute(0), compute(1)])
+
+
+def test_placement_waits_for_the_thread_changing_the_map(off_shared: ha.Device,
+                                                         device_path: None) -> None:
+    """The deterministic form of the race above: while a thread holds an array's lock in
+    the middle of a change to its map (one list of the interval map a segment longer than
+    the other, as between the two inserts of a cut), the device compute path's placement
+    of an operation on that array waits for the lock instead of reading the map."""
+    prg = ha.Program(SRC, device=off_shared)
+    n = 8 * off_shared.alignment // 4
+    x = ha.zeros(n, dtype=ha.float32, device=off_shared)
+    prg.spin_add(n, x, 1.0, 0)  # device-newest: the map has one segment
+    s = x._s
+    coh = s.coh
+    assert coh is not None
+    half = x[n // 2:]
+    _, lo, _ = half._bytes()  # where half's bytes start in the allocation
+    got: list[object] = []
+
+    def compute() -> None:
+        try:
+            got.append(np.asarray(half * 2.0))
+        except BaseException as e:  # reported below
+            got.append(e)
+
+    worker = threading.Thread(target=compute, daemon=True)
+    with s.lock:
+        starts = list(coh._starts)
+        coh._starts.append(lo)  # half a cut: _valid lacks the new segment
+        try:
+            worker.start()
+            worker.join(0.5)
+            waited = worker.is_alive()
+        finally:
+            coh._starts[:] = starts
+    worker.join(JOIN_TIMEOUT)
+    assert not worker.is_alive(), "deadlock"
+    assert waited, f"placement read the map under another thread's change: {got}"
+    assert len(got) == 1 and not isinstance(got[0], BaseException), got
+    np.testing.assert_array_equal(got[0], np.full(n - n // 2, 2.0, np.float32))

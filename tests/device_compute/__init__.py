@@ -1,0 +1,1 @@
+"""The device compute path: the namespace's functions run as OpenCL kernels."""

@@ -1,0 +1,1 @@
+"""Kernels: programs, launch checks and the ``hostptr`` API."""
