@@ -863,37 +863,41 @@ print("RESULT", json.dumps(out))
 """
 
 
-def _global_cases(dev: ha.Device) -> list[tuple[list[int], list[int] | None, int, int]]:
+def _global_cases(dev: ha.Device) -> list[tuple[list[int], list[int] | None, list[int],
+                                                  list[int]]]:
     """``(global, local, limit, requested)`` of launches ``dev`` can't run (the limit and
     the count it refused: the work-items, in one dimension or all, or the work-groups): too many
     work-items for a size_t on every device; too many work-groups where the driver counts
     them in 32 bits (PoCL), whoever picks the local size; 2**31 work-items in a dimension
-    where kernels see 32-bit signed global ids (NVIDIA)."""
+    where kernels see 32-bit signed global ids (NVIDIA). A count is a list of one; a
+    per-dimension refusal gives the limit and the size of every dimension."""
     d = dev._cl_device
     bits = int(d.address_bits)
     most = 2**bits - 1
-    cases = [([2**32, 2**32], None, most, 2**64), ([2**32, 2**32], [1, 1], most, 2**64),
-             ([2**22, 2**21, 2**21], None, most, 2**64)]
+    cases = [([2**32, 2**32], None, [most], [2**64]),
+             ([2**32, 2**32], [1, 1], [most], [2**64]),
+             ([2**22, 2**21, 2**21], None, [most], [2**64])]
     if bits < 64:  # 2**32 in one dimension is already too much for a 32-bit size_t
-        cases = [([2**bits], None, most, 2**bits)]
+        cases = [([2**bits], None, [most], [2**bits])]
     if d.platform.name.startswith("NVIDIA"):
         # ids and sizes are 32-bit signed ints there: get_global_id(0) would go negative.
         # That per-dimension limit is checked first: the size_t cases above, each with a
         # dimension of 2**21 or more, are refused for it where one exceeds 2**31 - 1
         n = 2**31 - 1
-        cases = [(g, loc, n, next(v for v in g if v > n)) if max(g) > n
+        cases = [(g, loc, [n] * len(g), g) if max(g) > n
                  else (g, loc, lim, req) for g, loc, lim, req in cases]
-        cases += [([2**31], None, n, 2**31), ([2**32], [1024], n, 2**32),
-                  ([4, 2**31], None, n, 2**31)]
+        cases += [([2**31], None, [n], [2**31]), ([2**32], [1024], [n], [2**32]),
+                  ([4, 2**31], None, [n, n], [4, 2**31])]
     if "Portable Computing Language" in d.platform.name:
         g = 2**32 - 1
         group = min(int(d.max_work_group_size), 4096)
         cases += [
             # the issue's: no local size, the driver's own choice of 4096 made 2**36 groups
-            ([2**48], None, g, 2**48 // group),
+            ([2**48], None, [g], [2**48 // group]),
             # explicit local sizes making 2**32 groups, in one, two and three dimensions
-            ([2**32], [1], g, 2**32), ([2**34], [4], g, 2**32), ([2**16, 2**16], [1, 1], g, 2**32),
-            ([2**12, 2**10, 2**10], [1, 1, 1], g, 2**32),
+            ([2**32], [1], [g], [2**32]), ([2**34], [4], [g], [2**32]),
+            ([2**16, 2**16], [1, 1], [g], [2**32]),
+            ([2**12, 2**10, 2**10], [1, 1, 1], [g], [2**32]),
         ]
     return cases
 
@@ -910,9 +914,9 @@ def test_global_sizes_the_driver_cant_run_are_refused_before_anything_moves(cl_d
                env={"HOSTARRAY_LINK": link})
     for (g, loc, limit, requested), r in zip(cases, out):
         assert "message" in r, (g, loc, r)
-        # (JSON's lists: BadLaunch's limit and requested are tuples, one count each here)
-        assert r["limit"] == [limit] and r["requested"] == [requested], (g, loc, r)
-        assert str(limit) in r["message"] and "split the launch" in r["message"], r
+        # (JSON's lists: BadLaunch's limit and requested are tuples)
+        assert r["limit"] == limit and r["requested"] == requested, (g, loc, r)
+        assert str(limit[0]) in r["message"] and "split the launch" in r["message"], r
         assert r["stats"] == [0, 0, 0, 0, 0], (g, loc, r)  # nothing published, counted
         assert r["unchanged"], (g, loc, r)
 

@@ -48,7 +48,7 @@ def test_the_readme_runs_the_suite_on_the_device_compute_path() -> None:
     test_cmd = next(c for c in _readme_commands() if "pytest" in c)
     runs = test_cmd.split(" && ")
     assert ("HOSTARRAY_LINK=copied HOSTARRAY_TEST_DEVICE_COMPUTE=1 python3 -m pytest -q "
-            "array_api_tests") in runs
+            "-n auto array_api_tests") in runs
 
 
 # -- scripts/install.sh: each test-only driver checked on its own (issue 20, 11) -------------------
