@@ -20,6 +20,7 @@ as numpy parses it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import threading
@@ -35,6 +36,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 import hostarray as ha
 from hostarray import _interop
 from hostarray._introspect import state
+from tests._threads import run_in_threads
 
 pytestmark = pytest.mark.device
 
@@ -92,34 +94,7 @@ def device_newest(prg: ha.Program, dev: ha.Device, init: np.ndarray) -> ha.HostP
     return x
 
 
-def run_threads(targets: list[Callable[[], None]], switch: float | None = None) -> None:
-    """Run each target in its own thread; re-raise the first failure; fail on a hang.
-
-    ``switch``: the interpreter's thread switch interval meanwhile (seconds)."""
-    errors: list[BaseException] = []
-
-    def guard(f: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                f()
-            except BaseException as e:  # reported below, in the main thread
-                errors.append(e)
-        return run
-
-    threads = [threading.Thread(target=guard(f), daemon=True) for f in targets]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(switch or interval)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(JOIN_TIMEOUT)
-    finally:
-        sys.setswitchinterval(interval)
-    alive = [t.name for t in threads if t.is_alive()]
-    assert not alive, f"deadlock: threads {alive} still running after {JOIN_TIMEOUT} s"
-    if errors:
-        raise errors[0]
+run_threads = functools.partial(run_in_threads, timeout=JOIN_TIMEOUT)
 
 
 # -- 1. a whole write that raises, or reads its value late ------------------------------------

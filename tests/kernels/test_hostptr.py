@@ -4,10 +4,8 @@ launches in another thread loses no launch."""
 
 from __future__ import annotations
 
-import sys
-import threading
+import functools
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +14,7 @@ import pytest
 import hostarray as ha
 from hostarray import hostptr
 from hostarray._storage import address_of
+from tests._threads import run_in_threads
 
 pytestmark = pytest.mark.device
 
@@ -38,35 +37,7 @@ def host_copy(x: Any) -> np.ndarray:
     return np.array(x, copy=True)
 
 
-def run_threads(targets: list[Callable[[], None]], timeout: float = JOIN_TIMEOUT,
-                switch: float | None = None) -> None:
-    """Run each target in a daemon thread; fail on a hang, then re-raise the first error."""
-    errors: list[BaseException] = []
-
-    def guard(f: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                f()
-            except BaseException as e:  # re-raised below, in the test's thread
-                errors.append(e)
-        return run
-
-    threads = [threading.Thread(target=guard(f), daemon=True) for f in targets]
-    interval = sys.getswitchinterval()
-    if switch is not None:
-        sys.setswitchinterval(switch)
-    try:
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + timeout
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-    finally:
-        sys.setswitchinterval(interval)
-    alive = [t.name for t in threads if t.is_alive()]
-    assert not alive, f"deadlock: threads {alive} still running after {timeout} s"
-    if errors:
-        raise errors[0]
+run_threads = functools.partial(run_in_threads, timeout=JOIN_TIMEOUT)
 
 
 def _state(x: ha.HostPtrArray) -> tuple:

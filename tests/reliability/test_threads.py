@@ -4,7 +4,7 @@ deadlock (every join has a timeout), no lost counter update."""
 
 from __future__ import annotations
 
-import sys
+import functools
 import threading
 from collections.abc import Callable
 
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import hostarray as ha
+from tests._threads import run_in_threads
 
 from ._support import SPIN_SRC
 
@@ -27,34 +28,8 @@ __kernel void swap_add(__global float *a, __global float *b, const float v) {
 """
 
 
-def run_threads(targets: list[Callable[[], None]]) -> None:
-    """Run each target in its own thread; re-raise the first failure; fail on a hang."""
-    errors: list[BaseException] = []
-
-    def guard(f: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                f()
-            except BaseException as e:  # reported below, in the main thread
-                errors.append(e)
-        return run
-
-    threads = [threading.Thread(target=guard(f), daemon=True) for f in targets]
-    # switch threads every few bytecodes: races between a check and the access it
-    # guards (inside hostarray) show up within a few hundred iterations
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(JOIN_TIMEOUT)
-    finally:
-        sys.setswitchinterval(interval)
-    alive = [t.name for t in threads if t.is_alive()]
-    assert not alive, f"deadlock: threads {alive} still running after {JOIN_TIMEOUT} s"
-    if errors:
-        raise errors[0]
+# (switching threads every few bytecodes)
+run_threads = functools.partial(run_in_threads, timeout=JOIN_TIMEOUT, switch=1e-6)
 
 
 @pytest.fixture()
