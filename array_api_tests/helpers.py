@@ -45,11 +45,15 @@ DEVICE_CALLS: dict[str, list[int]] = {}
 
 # Non-const pointer: the launch records a device write of every byte, so the array's newest
 # bytes are on the device (host-stale) afterwards.  ``void *`` takes any dtype.
-_TOUCH_SRC = """__kernel void touch(__global void *p) {
+# Launched in groups of _GROUP (a global size rounded up, the kernel returning past ``n``):
+# one local size whatever the array's size, so that a CPU driver such as PoCL, which
+# compiles each kernel anew per local size, compiles it once.
+_TOUCH_SRC = """__kernel void touch(__global void *p, const ulong n) {
     __global uchar *b = (__global uchar *)p;
     size_t i = get_global_id(0);
-    b[i] = b[i];
+    if (i < n) b[i] = b[i];
 }"""
+_GROUP = 64
 _touch: dict[Any, Any] = {}
 
 
@@ -67,7 +71,8 @@ def make_device_newest(x: HostPtrArray) -> HostPtrArray:
     prog = _touch.get(dev)
     if prog is None:
         prog = _touch[dev] = ha.Program(_TOUCH_SRC, device=dev)
-    prog.touch((x.size * x.dtype.itemsize,), x)
+    n = x.size * x.dtype.itemsize
+    prog.touch(-(-n // _GROUP) * _GROUP, x, n, local_size=_GROUP)
     st = state(x)
     assert st.host_stale and not st.host_current, \
         "the touch kernel did not leave the input device-newest"

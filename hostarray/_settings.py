@@ -37,7 +37,8 @@ __all__ = ["Setting", "SETTINGS", "BY_NAME", "DEVICE", "LINK", "TRANSFER_GUARD",
            "DEVICE_COMPUTE_MIN_BYTES", "BENCH_HOST_MEM", "DASK_DEVICE", "LINK_KINDS",
            "TRANSFER_GUARD_MODES", "DEVICE_COMPUTE_MIN_BYTES_DEFAULT", "MATMUL_TUNE",
            "MATMUL_TUNE_MODES", "device", "link", "transfer_guard", "device_compute_min_bytes",
-           "bench_host_mem", "dask_device", "matmul_tune", "cache_dir", "check", "markdown_table"]
+           "bench_host_mem", "dask_device", "matmul_tune", "PROGRAM_CACHE", "program_cache",
+           "cache_dir", "check", "markdown_table"]
 
 Environ = Mapping[str, str]
 
@@ -229,6 +230,28 @@ def cache_dir(environ: Environ | None = None) -> str:
     return os.path.join(root, "hostarray")
 
 
+def program_cache(environ: Environ | None = None) -> str | None:
+    """The folder ``HOSTARRAY_PROGRAM_CACHE`` names for the binaries of built OpenCL
+    programs (:mod:`hostarray.backends._binaries`), ``None`` where it says ``off``; unset or
+    empty: ``programs`` in :func:`cache_dir`.  ``~`` is expanded; a relative path is taken
+    from the working folder at the time of the build.
+
+    Examples
+    --------
+    >>> from hostarray._settings import program_cache
+    >>> program_cache({"XDG_CACHE_HOME": "/tmp/c"})
+    '/tmp/c/hostarray/programs'
+    >>> program_cache({"HOSTARRAY_PROGRAM_CACHE": " Off "}) is None
+    True
+    """
+    given = _raw("HOSTARRAY_PROGRAM_CACHE", environ).strip()
+    if given.lower() == "off":
+        return None
+    if not given:
+        return os.path.join(cache_dir(environ), "programs")
+    return os.path.abspath(os.path.expanduser(given))
+
+
 # -- one record per variable ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -309,11 +332,17 @@ SETTINGS: tuple[Setting, ...] = (
             "auto: a device's first large float32 product tunes it",
             "at each device's first product; reset drops its cached tuning then",
             "device-compute", matmul_tune),
+    Setting("HOSTARRAY_PROGRAM_CACHE",
+            "the folder of built OpenCL programs' binaries, so that a later process loads a "
+            "program instead of compiling it", "a folder, or off",
+            "~/.cache/hostarray/programs ($XDG_CACHE_HOME/hostarray/programs)",
+            "at each build of a program the process has not built yet", "kernels",
+            program_cache),
 )
 """Every variable hostarray reads, in the order reports list them."""
 
 (DEVICE, LINK, TRANSFER_GUARD, DEVICE_COMPUTE_MIN_BYTES, BENCH_HOST_MEM, DASK_DEVICE,
- MATMUL_TUNE) = SETTINGS
+ MATMUL_TUNE, PROGRAM_CACHE) = SETTINGS
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 

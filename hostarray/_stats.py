@@ -40,7 +40,10 @@ class Stats:
         (a data type or view the device path does not take; see docs/device-compute.md).
     kernels_compiled : int
         Generated kernels built (each once per operation, data types, memory layout and
-        device).
+        device), from their source or from the disk cache of built programs.
+    kernels_loaded : int
+        Of those, the ones loaded from the disk cache (``HOSTARRAY_PROGRAM_CACHE``, see
+        docs/kernels.md): an earlier process built them, and no compiler ran.
     compile_seconds : float
         Time spent building them, apart from everything else.
     host_bytes_committed : int
@@ -67,6 +70,7 @@ class Stats:
     device_ops: int = 0
     host_fallbacks: int = 0
     kernels_compiled: int = 0
+    kernels_loaded: int = 0
     compile_seconds: float = 0.0
     host_bytes_committed: int = 0
 

@@ -22,6 +22,15 @@ def on_device(dev: Any) -> bool:
 
 
 _TOUCH: dict[tuple[Any, str], Any] = {}
+#: the local size of the tests' helper kernels, their global size rounded up to it (the
+#: kernel returns past ``n``): PoCL compiles a kernel anew for each local size it is
+#: launched with, and picks one per global size where none is given
+GROUP = 64
+
+
+def launch_over(kernel: Any, n: int, *args: Any) -> None:
+    """Launch ``kernel(*args, n)`` over ``n`` work-items, in groups of :data:`GROUP`."""
+    kernel(-(-n // GROUP) * GROUP, *args, n, local_size=GROUP)
 
 
 def device_newest(a: np.ndarray, dev: Any) -> Any:
@@ -36,10 +45,10 @@ def device_newest(a: np.ndarray, dev: Any) -> Any:
     if prg is None:
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if t == "double" else ""
         prg = _TOUCH[dev, t] = ha.Program(
-            head + f"__kernel void k(__global {t} *x) {{ size_t i = get_global_id(0); "
-                   "x[i] = x[i]; }", device=dev)
+            head + f"__kernel void k(__global {t} *x, const ulong n) {{ "
+                   "size_t i = get_global_id(0); if (i < n) x[i] = x[i]; }", device=dev)
     if x.size:
-        prg.k(x.size, x)
+        launch_over(prg.k, x.size, x)
     assert not on_device(dev) or not x.size or state(x).host_stale
     return x
 
@@ -51,7 +60,9 @@ def newest_on(dev: Any, values: Any, dtype: str) -> Any:
 
     a = np.asarray(values, dtype=dtype)
     x = ha.asarray(a, device=dev, copy=True)
-    ha.Program(f"__kernel void k(__global {C_TYPES[dtype]} *x){{ }}", device=dev).k(x.size, x)
+    prg = ha.Program(f"__kernel void k(__global {C_TYPES[dtype]} *x, const ulong n){{ }}",
+                     device=dev)
+    launch_over(prg.k, x.size, x)
     return x
 
 

@@ -25,6 +25,7 @@ from .._settings import LINK_KINDS
 from .._stats import COUNTERS
 from .._storage import PAGE_SIZE, address_of, aligned_empty
 from ..errors import BuildFailed, Refusal, Refused
+from . import _binaries
 
 # pyopencl's own read and write of a buffer, under enqueue_copy's dispatch on argument types
 # (which costs 3.6 us of Python per call on the development machine, more than the read of a
@@ -297,12 +298,17 @@ _OPTION_ERROR = re.compile(r"processing command line|command line argument|"
 
 
 def build_program(ctx: cl.Context, source: str, options: list[str],
-                  device_label: str, shown: tuple[str, ...] | None = None) -> cl.Program:
+                  device_label: str, shown: tuple[str, ...] | None = None,
+                  loaded: list[bool] | None = None) -> cl.Program:
     """Build ``source`` with ``options`` (a list of strings, one option each); on failure
     raise :class:`BuildFailed` with the ``error:`` lines, or, where the driver refused the
     options themselves (``CL_INVALID_BUILD_OPTIONS``, or a failed build whose log is about
     the command line: NVIDIA's), with ``options`` set to ``shown`` (the options to name: by
-    default all of ``options``) and the driver's words."""
+    default all of ``options``) and the driver's words.
+
+    The disk cache of built programs (:mod:`._binaries`) is asked first, and given the
+    binary of a build from source; ``loaded`` (a list) gets ``True`` appended where the
+    program came from the cache."""
     # The program object's own build, not pyopencl's Program.build: a build that succeeds
     # with a non-empty log (a ``#warning``, a driver's remark) makes that one warn
     # pyopencl.CompilerWarning, which prints on stderr and, under ``-W error``, raises
@@ -310,6 +316,13 @@ def build_program(ctx: cl.Context, source: str, options: list[str],
     # (hostarray.Program.build_log / .warnings).  pyopencl's option handling is kept (its
     # include folder, PYOPENCL_BUILD_OPTIONS).
     options_bytes, _ = cl.Program._process_build_options(ctx, options)
+    cached = _binaries.entry(ctx, source, options_bytes)
+    if cached is not None:
+        hit = cached.load(ctx, options_bytes)
+        if hit is not None:
+            if loaded is not None:
+                loaded.append(True)
+            return cl.Program(hit)
     raw = cl._cl._Program(ctx, source)
     try:
         raw._build(options=options_bytes, devices=None)
@@ -334,7 +347,21 @@ def build_program(ctx: cl.Context, source: str, options: list[str],
         errors = [ln for ln in lines if "error" in ln.lower()
                   and not ln.startswith(_PYOPENCL_LINES)]
         raise BuildFailed(device_label, "\n".join(errors) or full, full) from None
+    if cached is not None and _log_empty(raw):
+        cached.store(raw)
     return cl.Program(raw)
+
+
+def _log_empty(raw: Any) -> bool:
+    """Whether the build of ``raw`` wrote nothing in its log on any device (a program loaded
+    from a binary has no log: one with warnings is not cached, so they are not lost)."""
+    try:
+        for dev in raw.get_info(cl.program_info.DEVICES):
+            if raw.get_build_info(dev, cl.program_build_info.LOG).strip():
+                return False
+    except cl.Error:
+        return False
+    return True
 
 
 class DeviceRuntime:
@@ -378,9 +405,12 @@ class DeviceRuntime:
             hit = self.programs.get(key)
             if hit is None:
                 t0 = time.perf_counter()
-                prg = build_program(self.context, source, list(options), self.label, shown)
+                loaded: list[bool] = []
+                prg = build_program(self.context, source, list(options), self.label, shown,
+                                    loaded)
                 if counted:
-                    COUNTERS.add(kernels_compiled=1, compile_seconds=time.perf_counter() - t0)
+                    COUNTERS.add(kernels_compiled=1, kernels_loaded=len(loaded),
+                                 compile_seconds=time.perf_counter() - t0)
                 hit = self.programs[key] = [prg, {}]
         return hit
 

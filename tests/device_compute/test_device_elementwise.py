@@ -33,7 +33,7 @@ from hypothesis.extra import numpy as hnp
 
 import hostarray as ha
 from hostarray._api.elementwise import TABLE, UNARY
-from tests._device_helpers import C_TYPES, f32_host, f32_newest, host_path, newest_on
+from tests._device_helpers import C_TYPES, f32_host, f32_newest, host_path, launch_over, newest_on
 
 pytestmark = pytest.mark.device
 
@@ -98,14 +98,15 @@ def _touch(dev: ha.Device, x: Any) -> None:
     prg = _TOUCH.get((dev, name))
     if prg is None:
         if name == "float16":  # no half arithmetic needed: load and store as float
-            body = "vstore_half(vload_half(i, x), i, x);"
+            body = "if (i < n) vstore_half(vload_half(i, x), i, x);"
             t = "half"
         else:
-            t, body = _C[name], "x[i] = x[i];"
+            t, body = _C[name], "if (i < n) x[i] = x[i];"
         head = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if "double" in t else ""
-        src = f"{head}__kernel void touch(__global {t} *x) {{ int i = get_global_id(0); {body} }}"
+        src = (f"{head}__kernel void touch(__global {t} *x, const ulong n) {{ "
+               f"int i = get_global_id(0); {body} }}")
         prg = _TOUCH[(dev, name)] = ha.Program(src, device=dev)
-    prg.touch(max(x.size, 1), x)
+    launch_over(prg.touch, max(x.size, 1), x)
 
 
 def device_newest(dev: ha.Device, a: np.ndarray) -> Any:

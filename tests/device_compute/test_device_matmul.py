@@ -52,7 +52,12 @@ def dev(cl_device: ha.Device) -> Any:
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A tuning cache of the test's own (never the user's), and no tuning of this process
-    before or after the test."""
+    before or after the test (built programs stay in the run's program cache: moving it
+    too would compile every kernel anew in each test)."""
+    from hostarray import _settings
+
+    programs = _settings.program_cache()
+    monkeypatch.setenv("HOSTARRAY_PROGRAM_CACHE", programs or "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("HOSTARRAY_MATMUL_TUNE", raising=False)
     matmul_tune.forget()

@@ -1,0 +1,225 @@
+"""A disk cache of built OpenCL programs: the driver's binary of each program hostarray
+built, so that a later process loads it (a millisecond or two) instead of compiling it.
+
+hostarray builds every program from its source (:func:`hostarray.backends.opencl.build_program`,
+not pyopencl's ``Program.build``, whose cache warns through ``CompilerWarning``), so the
+only cache across processes was the driver's own.  PoCL keeps one, but even its hits run the
+preprocessor over OpenCL's built-in header: 50 to 150 ms a program on a 2-core machine,
+where loading its binary takes 1 to 5 ms.  A process that runs a few hundred generated
+kernels (the test suite's workers, a pipeline's first call) spends seconds on that.
+
+An entry is one file, ``<key>.bin`` in :func:`hostarray._settings.program_cache`'s folder
+(``HOSTARRAY_PROGRAM_CACHE``; ``off``: no cache).  Its key is a SHA-256 over everything
+that can change the binary: this module's format version, the platform's name and version,
+the device's name, version and vendor, the driver's version, the processed build options
+(pyopencl's include folder and ``PYOPENCL_BUILD_OPTIONS`` in them) and the source.  What is
+*not* cached, because the key would not see it change:
+
+* sources with an ``#include`` (the included file may change under the same text);
+* programs whose build wrote a log (a ``#warning``, a driver's remark): a program loaded
+  from its binary has no log, and :attr:`hostarray.Program.warnings` would lose it.
+
+A file holds a header (magic, the binary's length and SHA-256) before the binary: a file cut
+short or altered is found out, removed and the program built from source.  Files are
+written whole under a temporary name and renamed (two processes building one program write
+the same bytes; a reader sees the old file or the new one).  A driver that loads binaries
+without their kernels' argument information (OpenCL lets it: the argument info is only
+promised for programs built from source with ``-cl-kernel-arg-info``) is found out at its
+first load in a process and then gets no cache in that process (hostarray's launches and
+checks need that information).  A folder that can't be written is no error: programs are
+then built from source, as without a cache.  The folder is kept under
+:data:`MAX_BYTES`: past it, the entries least recently used go.
+
+This module talks to pyopencl and the file system only; its callers decide what to cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+from typing import Any
+
+import pyopencl as cl
+
+from .. import _settings
+
+__all__ = ["FORMAT", "MAX_BYTES", "Entry", "entry", "trim"]
+
+#: changes whenever the file format or the key changes (older files are never read)
+FORMAT = 1
+#: the folder's size past which the least recently used entries are removed (to 3/4 of it)
+MAX_BYTES = 512 << 20
+_MAGIC = b"hostarray-program\0"
+_HEADER = struct.Struct("<Q32s")  # the binary's length, its SHA-256
+_TRIM_EVERY = 64  # stores between two looks at the folder's size
+
+_lock = threading.Lock()
+_stores = 0
+# devices (their key part) whose loaded binaries lacked argument info, in this process
+_no_arg_info: set[str] = set()
+_device_parts: dict[Any, str] = {}
+
+
+def _device_part(dev: Any) -> str:
+    """What of ``dev`` (a ``cl.Device``) a key covers (cached: each property is a driver
+    call)."""
+    part = _device_parts.get(dev)
+    if part is None:
+        p = dev.platform
+        part = "\n".join((p.name.strip(), p.version.strip(), dev.name.strip(),
+                          dev.version.strip(), dev.vendor.strip(), dev.driver_version.strip()))
+        _device_parts[dev] = part
+    return part
+
+
+class Entry:
+    """The cache file of one program: :meth:`load` it, or :meth:`store` it once built."""
+
+    __slots__ = ("path", "device", "part", "arg_info")
+
+    def __init__(self, path: str, device: Any, part: str, arg_info: bool) -> None:
+        self.path, self.device, self.part, self.arg_info = path, device, part, arg_info
+
+    def load(self, ctx: cl.Context, options: bytes) -> Any:
+        """The program built from the cached binary (pyopencl's raw ``_Program``), or
+        ``None``: no file, a damaged one (removed), or a driver that would not take it."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        head = len(_MAGIC) + _HEADER.size
+        ok = data.startswith(_MAGIC) and len(data) > head
+        if ok:
+            size, digest = _HEADER.unpack_from(data, len(_MAGIC))
+            binary = data[head:]
+            ok = size == len(binary) and hashlib.sha256(binary).digest() == digest
+        if not ok:
+            self._remove()
+            return None
+        try:
+            raw = cl._cl._Program(ctx, [self.device], [binary])
+            raw._build(options=options, devices=None)
+        except cl.Error:
+            self._remove()  # a driver that changed without saying so in its version
+            return None
+        if self.arg_info and not _has_arg_info(raw):
+            _no_arg_info.add(self.part)
+            return None
+        try:
+            os.utime(self.path)  # recently used: trimmed last
+        except OSError:
+            pass
+        return raw
+
+    def store(self, raw: Any) -> None:
+        """Write the binary of ``raw`` (built from source, its log empty); nothing where
+        the driver gives no binary or the folder can't be written."""
+        try:
+            binaries = raw.get_info(cl.program_info.BINARIES)
+        except cl.Error:
+            return
+        if len(binaries) != 1 or not binaries[0]:
+            return
+        binary = bytes(binaries[0])
+        folder = os.path.dirname(self.path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(_MAGIC + _HEADER.pack(len(binary), hashlib.sha256(binary).digest())
+                            + binary)
+                os.replace(tmp, self.path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            return
+        global _stores
+        with _lock:
+            _stores += 1
+            due = _stores % _TRIM_EVERY == 0
+        if due:
+            trim(folder)
+
+    def _remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _has_arg_info(raw: Any) -> bool:
+    """Whether every kernel of ``raw`` answers clGetKernelArgInfo."""
+    prg = cl.Program(raw)
+    try:
+        for k in prg.all_kernels():
+            if k.num_args:
+                k.get_arg_info(0, cl.kernel_arg_info.TYPE_NAME)
+    except cl.Error:
+        return False
+    return True
+
+
+def entry(ctx: cl.Context, source: str, options: bytes) -> Entry | None:
+    """The cache entry of ``source`` built with the processed ``options`` on ``ctx``'s one
+    device, or ``None``: no cache (``HOSTARRAY_PROGRAM_CACHE=off``), a context of several
+    devices, a source with an ``#include``, or a device whose binaries lost their
+    argument info in this process."""
+    folder = _settings.program_cache()
+    if folder is None or "#include" in source:
+        return None
+    devices = ctx.devices
+    if len(devices) != 1:
+        return None
+    dev = devices[0]
+    part = _device_part(dev)
+    if part in _no_arg_info:
+        return None
+    h = hashlib.sha256()
+    for piece in (f"hostarray program cache {FORMAT}", part, options.decode("utf-8", "replace"),
+                  source):
+        h.update(piece.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return Entry(os.path.join(folder, h.hexdigest() + ".bin"), dev, part,
+                 b"-cl-kernel-arg-info" in options)
+
+
+def trim(folder: str, limit: int = MAX_BYTES) -> None:
+    """Remove the least recently used entries of ``folder`` until it holds at most 3/4 of
+    ``limit`` bytes, where it holds more than ``limit`` (leftover temporary files of a
+    process that died go too)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    files = []
+    total = 0
+    for name in names:
+        if not (name.endswith(".bin") or name.startswith(".tmp-")):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        files.append((st.st_mtime, st.st_size, path))
+        total += st.st_size
+    if total <= limit:
+        return
+    files.sort()
+    for _, size, path in files:
+        if total <= limit * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size

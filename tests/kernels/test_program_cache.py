@@ -1,0 +1,218 @@
+"""The disk cache of built programs (``hostarray.backends._binaries``, docs/kernels.md):
+a later process loads what an earlier one built and computes the same values; a damaged,
+stale or unsuitable entry is never used; what the key can't see is not cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import hostarray as ha
+from hostarray.backends import _binaries
+from hostarray.backends.opencl import build_program
+from hostarray.errors import BuildFailed
+
+pytestmark = pytest.mark.device
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = r"""
+import json, numpy as np, hostarray as ha
+dev = ha.device("opencl")
+ha.set_device_compute_threshold(0)
+x = ha.asarray(np.arange(1, 65, dtype=np.float32), device=dev)
+prg = ha.Program("__kernel void inc(__global float *x, const float a) "
+                 "{ x[get_global_id(0)] += a; }", device=dev)
+prg.inc(x.shape, x, np.float32(0.5))            # device-newest: the namespace runs kernels
+y = ha.sqrt(x * 3 + 1)
+s = float(ha.sum(y))
+yh = np.asarray(y).tolist()
+st = ha.stats()
+print(json.dumps({"y": yh, "s": s, "args": prg.inc.args,
+                  "compiled": st.kernels_compiled, "loaded": st.kernels_loaded}))
+"""
+
+
+def _run(cache: Path | str, **more: str) -> dict[str, Any]:
+    env = dict(os.environ, HOSTARRAY_LINK="copied", HOSTARRAY_PROGRAM_CACHE=str(cache),
+               PYTHONPATH=str(ROOT), **more)
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_later_process_loads_what_an_earlier_one_built(tmp_path: Path) -> None:
+    first = _run(tmp_path)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files and all(f.endswith(".bin") for f in files), files
+    # the generated kernels (and the user's program) were compiled, none loaded
+    assert first["compiled"] >= 2 and first["loaded"] == 0, first
+    second = _run(tmp_path)
+    assert second["loaded"] == second["compiled"] == first["compiled"], second
+    ref = np.sqrt((np.arange(1, 65, dtype=np.float32) + np.float32(0.5)) * 3 + 1)
+    for got in (first, second):
+        np.testing.assert_array_equal(np.asarray(got["y"], dtype=np.float32), ref)
+        assert got["s"] == pytest.approx(float(ref.sum(dtype=np.float64)), rel=1e-6)
+    # a program loaded from its binary still knows its arguments (typed launches, checks)
+    assert second["args"] == first["args"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # nothing new written
+
+
+def test_off_writes_nothing(tmp_path: Path) -> None:
+    for _ in range(2):
+        out = _run("off", XDG_CACHE_HOME=str(tmp_path))
+        assert out["loaded"] == 0 and out["compiled"] >= 2
+    assert not (tmp_path / "hostarray" / "programs").exists()
+
+
+# -- one build at a time, each in a context of its own (a process's program cache is per
+# -- device runtime: a fresh context asks the disk cache as a new process does) ---------
+
+SRC = "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2; }"
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOSTARRAY_PROGRAM_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def _build(dev: ha.Device, source: str = SRC, options: tuple[str, ...] = ()
+           ) -> tuple[cl.Program, bool, cl.Context]:
+    ctx = cl.Context([dev._cl_device])
+    loaded: list[bool] = []
+    prg = build_program(ctx, source, ["-cl-kernel-arg-info", *options], str(dev), None, loaded)
+    return prg, bool(loaded), ctx
+
+
+def _twice(prg: cl.Program, ctx: cl.Context, name: str = "twice") -> np.ndarray:
+    q = cl.CommandQueue(ctx)
+    a = np.arange(16, dtype=np.float32)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+    getattr(prg, name)(q, a.shape, None, buf)
+    cl.enqueue_copy(q, a, buf)
+    q.finish()
+    return a
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.bin"))
+
+
+def test_a_hit_is_the_same_program(cl_device: ha.Device, cache: Path) -> None:
+    prg, loaded, ctx = _build(cl_device)
+    assert not loaded and len(_entries(cache)) == 1
+    prg2, loaded2, ctx2 = _build(cl_device)
+    assert loaded2
+    np.testing.assert_array_equal(_twice(prg2, ctx2), np.arange(16, dtype=np.float32) * 2)
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one byte changed", "not ours", "empty"])
+def test_a_damaged_entry_is_removed_and_the_program_built_from_source(
+        cl_device: ha.Device, cache: Path, damage: str) -> None:
+    _build(cl_device)
+    (path,) = _entries(cache)
+    data = path.read_bytes()
+    if damage == "cut short":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "one byte changed":
+        i = len(data) - 100
+        path.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1:])
+    elif damage == "not ours":
+        path.write_bytes(b"\x7fELF" + data[4:])
+    else:
+        path.write_bytes(b"")
+    prg, loaded, ctx = _build(cl_device)
+    assert not loaded  # built from source
+    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 2)
+    assert path.read_bytes() == data or _build(cl_device)[1]  # written anew, and loads
+
+
+def test_a_binary_the_driver_refuses_is_removed(cl_device: ha.Device, cache: Path) -> None:
+    _build(cl_device)
+    (path,) = _entries(cache)
+    # a well-formed entry (length and digest right) around bytes no driver takes
+    junk = b"this is no program binary" * 40
+    import hashlib
+    path.write_bytes(_binaries._MAGIC + _binaries._HEADER.pack(len(junk),
+                                                               hashlib.sha256(junk).digest())
+                     + junk)
+    prg, loaded, ctx = _build(cl_device)
+    assert not loaded
+    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 2)
+    assert _build(cl_device)[1]  # the entry was replaced by a good one
+
+
+def test_options_and_source_are_in_the_key(cl_device: ha.Device, cache: Path) -> None:
+    src = "__kernel void twice(__global float *x) { x[get_global_id(0)] *= F; }"
+    p2, _, c2 = _build(cl_device, src, ("-DF=2",))
+    p3, loaded, c3 = _build(cl_device, src, ("-DF=3",))
+    assert not loaded and len(_entries(cache)) == 2
+    a = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(_twice(p2, c2), a * 2)
+    np.testing.assert_array_equal(_twice(p3, c3), a * 3)
+    p3b, loaded, c3b = _build(cl_device, src, ("-DF=3",))
+    assert loaded
+    np.testing.assert_array_equal(_twice(p3b, c3b), a * 3)
+    _, loaded, _ = _build(cl_device, src + " ", ("-DF=3",))
+    assert not loaded  # another text: another entry
+
+
+def test_includes_and_logged_builds_are_not_cached(cl_device: ha.Device, cache: Path,
+                                                    tmp_path_factory: pytest.TempPathFactory
+                                                    ) -> None:
+    inc = tmp_path_factory.mktemp("inc")
+    (inc / "factor.h").write_text("#define F 2\n")
+    src = '#include "factor.h"\n' + SRC.replace("*= 2", "*= F")
+    _build(cl_device, src, (f"-I{inc}",))
+    assert _entries(cache) == []
+    (inc / "factor.h").write_text("#define F 5\n")  # the include changed, the text did not
+    prg, loaded, ctx = _build(cl_device, src, (f"-I{inc}",))
+    assert not loaded
+    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 5)
+    # a build with a log (a #warning) stays uncached: a user's Program keeps its warnings
+    warned = "#warning look here\n" + SRC
+    w1 = ha.Program(warned, device=cl_device)
+    assert any("look here" in w for w in w1.warnings), w1.warnings
+    assert _entries(cache) == []
+
+
+def test_a_failed_build_leaves_nothing(cl_device: ha.Device, cache: Path) -> None:
+    with pytest.raises(BuildFailed):
+        _build(cl_device, "__kernel void broken(__global float *x) { x[0] = ; }")
+    assert list(cache.iterdir()) == []
+
+
+def test_an_unwritable_folder_is_no_error(cl_device: ha.Device, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("HOSTARRAY_PROGRAM_CACHE", str(blocker / "programs"))
+    prg, loaded, ctx = _build(cl_device)
+    assert not loaded
+    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 2)
+    assert blocker.read_text() == "not a folder"
+
+
+def test_trim_removes_the_least_recently_used_first(tmp_path: Path) -> None:
+    sizes = {f"{i:02d}.bin": 100 for i in range(10)}
+    for k, (name, size) in enumerate(sizes.items()):
+        p = tmp_path / name
+        p.write_bytes(b"x" * size)
+        os.utime(p, (1000 + k, 1000 + k))  # 00 is the oldest
+    (tmp_path / "keep.txt").write_text("not an entry")
+    _binaries.trim(str(tmp_path), limit=2000)
+    assert len(_entries(tmp_path)) == 10  # under the limit: nothing goes
+    _binaries.trim(str(tmp_path), limit=800)
+    left = [p.name for p in _entries(tmp_path)]
+    assert left == [f"{i:02d}.bin" for i in range(4, 10)]  # down to 3/4 of the limit
+    assert (tmp_path / "keep.txt").exists()
