@@ -217,8 +217,9 @@ def matmul_tune(environ: Environ | None = None) -> str:
 
 
 def cache_dir(environ: Environ | None = None) -> str:
-    """hostarray's folder in the user's cache: ``$XDG_CACHE_HOME/hostarray``, else
-    ``~/.cache/hostarray`` (the matmul tuning's cache lives there).
+    """hostarray's folder in the user's cache: ``$XDG_CACHE_HOME/hostarray`` where that is an
+    absolute path, else ``~/.cache/hostarray`` (the matmul tuning's cache and the built
+    programs live there).
 
     Examples
     --------
@@ -226,13 +227,19 @@ def cache_dir(environ: Environ | None = None) -> str:
     >>> cache_dir({"XDG_CACHE_HOME": "/tmp/c"})
     '/tmp/c/hostarray'
     """
-    root = _raw("XDG_CACHE_HOME", environ) or os.path.join(os.path.expanduser("~"), ".cache")
+    root = _raw("XDG_CACHE_HOME", environ)
+    if not os.path.isabs(root):  # the XDG spec: a relative value is ignored
+        root = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(root, "hostarray")
+
+
+_OFF = ("off", "0", "false", "no", "none")
 
 
 def program_cache(environ: Environ | None = None) -> str | None:
     """The folder ``HOSTARRAY_PROGRAM_CACHE`` names for the binaries of built OpenCL
-    programs (:mod:`hostarray.backends._binaries`), ``None`` where it says ``off``; unset or
+    programs (:mod:`hostarray.backends._binaries`), ``None`` where it says ``off`` (or
+    ``0``, ``false``, ``no``, ``none``: not folder names anyone means); unset or
     empty: ``programs`` in :func:`cache_dir`.  ``~`` is expanded; a relative path is taken
     from the working folder at the time of the build.
 
@@ -245,7 +252,7 @@ def program_cache(environ: Environ | None = None) -> str | None:
     True
     """
     given = _raw("HOSTARRAY_PROGRAM_CACHE", environ).strip()
-    if given.lower() == "off":
+    if given.lower() in _OFF:
         return None
     if not given:
         return os.path.join(cache_dir(environ), "programs")
@@ -334,7 +341,8 @@ SETTINGS: tuple[Setting, ...] = (
             "device-compute", matmul_tune),
     Setting("HOSTARRAY_PROGRAM_CACHE",
             "the folder of built OpenCL programs' binaries, so that a later process loads a "
-            "program instead of compiling it", "a folder, or off",
+            "program instead of compiling it", "a folder (relative: to the working folder), "
+            "or off",
             "~/.cache/hostarray/programs ($XDG_CACHE_HOME/hostarray/programs)",
             "at each build of a program the process has not built yet", "kernels",
             program_cache),

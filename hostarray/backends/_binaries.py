@@ -20,7 +20,10 @@ the device's name, version and vendor, the driver's version, the processed build
   from its binary has no log, and :attr:`hostarray.Program.warnings` would lose it.
 
 A file holds a header (magic, the binary's length and SHA-256) before the binary: a file cut
-short or altered is found out, removed and the program built from source.  Files are
+short or altered is found out, removed and the program built from source.  While the driver
+loads a binary, a marker ``<key>.bin.loading`` holds the process id: a driver that crashes
+on a binary instead of refusing it does so once, as the next process finds the marker of a
+dead process and removes the entry.  Files are
 written whole under a temporary name and renamed (two processes building one program write
 the same bytes; a reader sees the old file or the new one).  A driver that loads binaries
 without their kernels' argument information (OpenCL lets it: the argument info is only
@@ -40,6 +43,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 from typing import Any
 
 import pyopencl as cl
@@ -55,6 +59,7 @@ MAX_BYTES = 512 << 20
 _MAGIC = b"hostarray-program\0"
 _HEADER = struct.Struct("<Q32s")  # the binary's length, its SHA-256
 _TRIM_EVERY = 64  # stores between two looks at the folder's size
+_LEFTOVER_SECONDS = 3600  # a temporary file or marker this old belongs to no live process
 
 _lock = threading.Lock()
 _stores = 0
@@ -100,12 +105,24 @@ class Entry:
         if not ok:
             self._remove()
             return None
+        marker = self.path + ".loading"
+        if _died_loading(marker):
+            self._remove()  # the driver crashed on this binary in an earlier process
+            _unlink(marker)
+            return None
+        try:
+            with open(marker, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
         try:
             raw = cl._cl._Program(ctx, [self.device], [binary])
             raw._build(options=options, devices=None)
         except cl.Error:
             self._remove()  # a driver that changed without saying so in its version
             return None
+        finally:
+            _unlink(marker)
         if self.arg_info and not _has_arg_info(raw):
             _no_arg_info.add(self.part)
             return None
@@ -145,15 +162,39 @@ class Entry:
         global _stores
         with _lock:
             _stores += 1
-            due = _stores % _TRIM_EVERY == 0
+            due = _stores % _TRIM_EVERY == 1  # a process's first store, then every 64th
         if due:
             trim(folder)
 
     def _remove(self) -> None:
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        _unlink(self.path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _died_loading(marker: str) -> bool:
+    """Whether ``marker`` names a process that is gone: it died while the driver loaded
+    the entry (a driver may crash on a binary instead of refusing it; removing the entry
+    makes that happen once, not in every later process)."""
+    try:
+        with open(marker) as f:
+            pid = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    if pid <= 0 or pid == os.getpid():  # no process, or one whose pid this one now has
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
 
 
 def _has_arg_info(raw: Any) -> bool:
@@ -168,13 +209,20 @@ def _has_arg_info(raw: Any) -> bool:
     return True
 
 
+def _may_include(source: str) -> bool:
+    """Whether the preprocessor could read another file for ``source``: any spelling of
+    ``#include`` (``# include``, ``%:include``, ``#/**/include``, a line continuation),
+    ``#import``, ``__has_include``, ``#embed`` has one of these words in it."""
+    return "include" in source or "import" in source or "embed" in source
+
+
 def entry(ctx: cl.Context, source: str, options: bytes) -> Entry | None:
     """The cache entry of ``source`` built with the processed ``options`` on ``ctx``'s one
     device, or ``None``: no cache (``HOSTARRAY_PROGRAM_CACHE=off``), a context of several
     devices, a source with an ``#include``, or a device whose binaries lost their
     argument info in this process."""
     folder = _settings.program_cache()
-    if folder is None or "#include" in source:
+    if folder is None or _may_include(source):
         return None
     devices = ctx.devices
     if len(devices) != 1:
@@ -194,21 +242,27 @@ def entry(ctx: cl.Context, source: str, options: bytes) -> Entry | None:
 
 def trim(folder: str, limit: int = MAX_BYTES) -> None:
     """Remove the least recently used entries of ``folder`` until it holds at most 3/4 of
-    ``limit`` bytes, where it holds more than ``limit`` (leftover temporary files of a
-    process that died go too)."""
+    ``limit`` bytes, where it holds more than ``limit``; temporary files and load markers
+    older than an hour (of processes that died) go whatever the size.  Run at a process's
+    first store and every 64th after."""
     try:
         names = os.listdir(folder)
     except OSError:
         return
     files = []
     total = 0
+    stale = time.time() - _LEFTOVER_SECONDS
     for name in names:
-        if not (name.endswith(".bin") or name.startswith(".tmp-")):
+        leftover = name.startswith(".tmp-") or name.endswith(".loading")
+        if not (name.endswith(".bin") or leftover):
             continue
         path = os.path.join(folder, name)
         try:
             st = os.stat(path)
         except OSError:
+            continue
+        if leftover and st.st_mtime < stale:  # of a process that died writing or loading
+            _unlink(path)
             continue
         files.append((st.st_mtime, st.st_size, path))
         total += st.st_size

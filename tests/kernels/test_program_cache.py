@@ -167,18 +167,39 @@ def test_options_and_source_are_in_the_key(cl_device: ha.Device, cache: Path) ->
     assert not loaded  # another text: another entry
 
 
-def test_includes_and_logged_builds_are_not_cached(cl_device: ha.Device, cache: Path,
-                                                    tmp_path_factory: pytest.TempPathFactory
-                                                    ) -> None:
+# every way to have the preprocessor read a file that was found to slip past a check for
+# the text "#include" (an adversarial review)
+_INCLUDES = ['#include "factor.h"\n', '# include "factor.h"\n', '#\tinclude "factor.h"\n',
+             '#/**/include "factor.h"\n', '#\\\ninclude "factor.h"\n', '%:include "factor.h"\n',
+             '#if 1\n#  include "factor.h"\n#endif\n',
+             '#if __has_include("factor.h")\n#define F 5\n#else\n#define F 2\n#endif\n']
+
+
+@pytest.mark.parametrize("spelling", _INCLUDES)
+def test_a_source_reading_a_file_is_not_cached(cl_device: ha.Device, cache: Path,
+                                               tmp_path_factory: pytest.TempPathFactory,
+                                               spelling: str) -> None:
     inc = tmp_path_factory.mktemp("inc")
-    (inc / "factor.h").write_text("#define F 2\n")
-    src = '#include "factor.h"\n' + SRC.replace("*= 2", "*= F")
-    _build(cl_device, src, (f"-I{inc}",))
+    header = inc / "factor.h"
+    header.write_text("#define F 2\n")
+    src = spelling + SRC.replace("*= 2", "*= F")
+    prg, _, ctx = _build(cl_device, src, (f"-I{inc}",))
+    a = np.arange(16, dtype=np.float32)
+    if "__has_include" in spelling:
+        np.testing.assert_array_equal(_twice(prg, ctx), a * 5)
+        header.unlink()  # now the other branch
+        expect = 2
+    else:
+        np.testing.assert_array_equal(_twice(prg, ctx), a * 2)
+        header.write_text("#define F 5\n")  # the header changed, the text did not
+        expect = 5
     assert _entries(cache) == []
-    (inc / "factor.h").write_text("#define F 5\n")  # the include changed, the text did not
     prg, loaded, ctx = _build(cl_device, src, (f"-I{inc}",))
     assert not loaded
-    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 5)
+    np.testing.assert_array_equal(_twice(prg, ctx), a * expect)
+
+
+def test_a_logged_build_is_not_cached(cl_device: ha.Device, cache: Path) -> None:
     # a build with a log (a #warning) stays uncached: a user's Program keeps its warnings
     warned = "#warning look here\n" + SRC
     w1 = ha.Program(warned, device=cl_device)
@@ -201,6 +222,50 @@ def test_an_unwritable_folder_is_no_error(cl_device: ha.Device, tmp_path: Path,
     assert not loaded
     np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 2)
     assert blocker.read_text() == "not a folder"
+
+
+def test_a_binary_the_driver_died_loading_is_removed(cl_device: ha.Device, cache: Path
+                                                     ) -> None:
+    _build(cl_device)
+    (path,) = _entries(cache)
+    # what a process that crashed in the driver's load leaves: the marker with its pid
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    marker = Path(str(path) + ".loading")
+    marker.write_text(dead.stdout.strip())
+    prg, loaded, ctx = _build(cl_device)
+    assert not loaded and not marker.exists()  # removed, built from source, written anew
+    np.testing.assert_array_equal(_twice(prg, ctx), np.arange(16, dtype=np.float32) * 2)
+    assert _build(cl_device)[1] and not marker.exists()  # the new entry loads; no marker left
+    # a marker of a live process (another one loading the entry now) is no crash
+    marker.write_text(str(os.getppid()))
+    assert _build(cl_device)[1]
+
+
+def test_a_process_that_stores_trims_an_oversized_folder(tmp_path: Path) -> None:
+    # a few processes that each write one entry: the first store of each one trims
+    big = tmp_path / ("0" * 64 + ".bin")
+    with open(big, "wb") as f:
+        f.truncate(_binaries.MAX_BYTES + 1)  # sparse: takes no disk
+    os.utime(big, (1000, 1000))
+    leftover = tmp_path / ".tmp-dead"
+    leftover.write_bytes(b"x")
+    os.utime(leftover, (1000, 1000))
+    out = _run(tmp_path)
+    assert out["compiled"] >= 2
+    assert not big.exists() and not leftover.exists()
+    assert _entries(tmp_path)  # this process's entries stay
+
+
+def test_off_and_its_spellings(tmp_path: Path) -> None:
+    from hostarray import _settings
+    for off in ("off", " OFF ", "0", "false", "no", "none"):
+        assert _settings.program_cache({"HOSTARRAY_PROGRAM_CACHE": off}) is None
+    home = {"XDG_CACHE_HOME": "relative/cache"}  # the XDG spec: a relative value is ignored
+    assert _settings.program_cache(home) == os.path.join(os.path.expanduser("~"), ".cache",
+                                                         "hostarray", "programs")
+    assert _settings.program_cache({"HOSTARRAY_PROGRAM_CACHE": "~/p"}) == \
+        os.path.expanduser("~/p")
 
 
 def test_trim_removes_the_least_recently_used_first(tmp_path: Path) -> None:
