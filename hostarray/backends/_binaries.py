@@ -8,14 +8,18 @@ preprocessor over OpenCL's built-in header: 50 to 150 ms a program on a 2-core m
 where loading its binary takes 1 to 5 ms.  A process that runs a few hundred generated
 kernels (the test suite's workers, a pipeline's first call) spends seconds on that.
 
-An entry is one file, ``<key>.bin`` in :func:`hostarray._settings.program_cache`'s folder
-(``HOSTARRAY_PROGRAM_CACHE``; ``off``: no cache).  Its key is a SHA-256 over everything
-that can change the binary: this module's format version, the platform's name and version,
-the device's name, version and vendor, the driver's version, the processed build options
-(pyopencl's include folder and ``PYOPENCL_BUILD_OPTIONS`` in them) and the source.  What is
+A program's binary is written the second time a process builds it from source (the first
+leaves an empty mark, ``<key>.seen``): asking the driver for a binary costs more than one
+cache hit of PoCL's (:meth:`Entry.store`). An entry is one file, ``<key>.bin`` in
+:func:`hostarray._settings.program_cache`'s folder (``HOSTARRAY_PROGRAM_CACHE``; ``off``: no
+cache). Its key is a SHA-256 over everything that can change the binary: this module's
+format version, the platform's name and version, the device's name, version and vendor, the
+driver's version, the processed build options (pyopencl's include folder and
+``PYOPENCL_BUILD_OPTIONS`` in them) and the source. What is
 *not* cached, because the key would not see it change:
 
-* sources with an ``#include`` (the included file may change under the same text);
+* sources that could have the preprocessor read a file (:func:`_may_include`: the included
+  file may change under the same text);
 * programs whose build wrote a log (a ``#warning``, a driver's remark): a program loaded
   from its binary has no log, and :attr:`hostarray.Program.warnings` would lose it.
 
@@ -60,6 +64,7 @@ _MAGIC = b"hostarray-program\0"
 _HEADER = struct.Struct("<Q32s")  # the binary's length, its SHA-256
 _TRIM_EVERY = 64  # stores between two looks at the folder's size
 _LEFTOVER_SECONDS = 3600  # a temporary file or marker this old belongs to no live process
+_SEEN_SECONDS = 30 * 86400  # a program built once, not again in 30 days: its mark goes
 
 _lock = threading.Lock()
 _stores = 0
@@ -133,8 +138,24 @@ class Entry:
         return raw
 
     def store(self, raw: Any) -> None:
-        """Write the binary of ``raw`` (built from source, its log empty); nothing where
-        the driver gives no binary or the folder can't be written."""
+        """Write the binary of ``raw`` (built from source, its log empty) where an earlier
+        process built it too (its ``.seen`` mark is there), else leave that mark; nothing
+        where the driver gives no binary or the folder can't be written.
+
+        Asking a driver for a binary costs: PoCL compiles the kernels once more (for any
+        local size), 85 ms for a small kernel on a 2-core machine, more than its own cache
+        hit (30 to 150 ms).  A program built in one process only never pays it; one built
+        again pays it once, and every later process loads it in a millisecond or two."""
+        seen = self.path[:-len(".bin")] + ".seen"
+        if not os.path.exists(seen):
+            try:
+                os.makedirs(os.path.dirname(seen), exist_ok=True)
+                with open(seen, "xb"):
+                    pass
+            except OSError:  # another process marked it first, or the folder can't be written
+                pass
+            return
+        _unlink(seen)
         try:
             binaries = raw.get_info(cl.program_info.BINARIES)
         except cl.Error:
@@ -243,26 +264,31 @@ def entry(ctx: cl.Context, source: str, options: bytes) -> Entry | None:
 def trim(folder: str, limit: int = MAX_BYTES) -> None:
     """Remove the least recently used entries of ``folder`` until it holds at most 3/4 of
     ``limit`` bytes, where it holds more than ``limit``; temporary files and load markers
-    older than an hour (of processes that died) go whatever the size.  Run at a process's
-    first store and every 64th after."""
+    older than an hour (of processes that died) and marks of programs not built again in
+    30 days go whatever the size.  Run at a process's first store and every 64th after."""
     try:
         names = os.listdir(folder)
     except OSError:
         return
     files = []
     total = 0
-    stale = time.time() - _LEFTOVER_SECONDS
+    now = time.time()
+    stale, forgotten = now - _LEFTOVER_SECONDS, now - _SEEN_SECONDS
     for name in names:
         leftover = name.startswith(".tmp-") or name.endswith(".loading")
-        if not (name.endswith(".bin") or leftover):
+        seen = name.endswith(".seen")
+        if not (name.endswith(".bin") or leftover or seen):
             continue
         path = os.path.join(folder, name)
         try:
             st = os.stat(path)
         except OSError:
             continue
-        if leftover and st.st_mtime < stale:  # of a process that died writing or loading
+        if (leftover and st.st_mtime < stale) or (seen and st.st_mtime < forgotten):
+            # of a process that died writing or loading; a program not built again in weeks
             _unlink(path)
+            continue
+        if seen:
             continue
         files.append((st.st_mtime, st.st_size, path))
         total += st.st_size
