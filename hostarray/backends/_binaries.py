@@ -24,18 +24,18 @@ driver's version, the processed build options (pyopencl's include folder and
   from its binary has no log, and :attr:`hostarray.Program.warnings` would lose it.
 
 A file holds a header (magic, the binary's length and SHA-256) before the binary: a file cut
-short or altered is found out, removed and the program built from source.  While the driver
+short or altered is found out, removed and the program built from source. While the driver
 loads a binary, a marker ``<key>.bin.loading`` holds the process id: a driver that crashes
 on a binary instead of refusing it does so once, as the next process finds the marker of a
-dead process and removes the entry.  Files are
-written whole under a temporary name and renamed (two processes building one program write
-the same bytes; a reader sees the old file or the new one).  A driver that loads binaries
-without their kernels' argument information (OpenCL lets it: the argument info is only
-promised for programs built from source with ``-cl-kernel-arg-info``) is found out at its
-first load in a process and then gets no cache in that process (hostarray's launches and
-checks need that information).  A folder that can't be written is no error: programs are
-then built from source, as without a cache.  The folder is kept under
-:data:`MAX_BYTES`: past it, the entries least recently used go.
+dead process and removes the entry. Files are written whole under a temporary name and
+renamed (two processes building one program write the same bytes; a reader sees the old file
+or the new one). A driver that loads binaries without their kernels' argument information
+(OpenCL lets it: the argument info is only promised for programs built from source with
+``-cl-kernel-arg-info``) is found out at its first load and then gets no cache (a mark
+``no-arg-info-<device>`` in the folder says so to later processes; hostarray's launches and
+checks need that information). A folder that can't be written is no error: programs are then
+built from source, as without a cache. The folder is kept under :data:`MAX_BYTES`: past it,
+the entries least recently used go.
 
 This module talks to pyopencl and the file system only; its callers decide what to cache.
 """
@@ -71,6 +71,7 @@ _stores = 0
 # devices (their key part) whose loaded binaries lacked argument info, in this process
 _no_arg_info: set[str] = set()
 _device_parts: dict[Any, str] = {}
+_checked: set[tuple[str, str]] = set()  # (folder, device part) looked up for a no-arg-info mark
 
 
 def _device_part(dev: Any) -> str:
@@ -130,6 +131,11 @@ class Entry:
             _unlink(marker)
         if self.arg_info and not _has_arg_info(raw):
             _no_arg_info.add(self.part)
+            try:  # for later processes too: none of them loads an entry for this device
+                with open(_no_arg_info_mark(os.path.dirname(self.path), self.part), "wb"):
+                    pass
+            except OSError:
+                pass
             return None
         try:
             os.utime(self.path)  # recently used: trimmed last
@@ -230,6 +236,11 @@ def _has_arg_info(raw: Any) -> bool:
     return True
 
 
+def _no_arg_info_mark(folder: str, part: str) -> str:
+    """The file that says a device's loaded binaries lack argument info."""
+    return os.path.join(folder, "no-arg-info-" + hashlib.sha256(part.encode()).hexdigest()[:16])
+
+
 def _may_include(source: str) -> bool:
     """Whether the preprocessor could read another file for ``source``: any spelling of
     ``#include`` (``# include``, ``%:include``, ``#/**/include``, a line continuation),
@@ -252,6 +263,11 @@ def entry(ctx: cl.Context, source: str, options: bytes) -> Entry | None:
     part = _device_part(dev)
     if part in _no_arg_info:
         return None
+    if (folder, part) not in _checked:
+        _checked.add((folder, part))
+        if os.path.exists(_no_arg_info_mark(folder, part)):
+            _no_arg_info.add(part)
+            return None
     h = hashlib.sha256()
     for piece in (f"hostarray program cache {FORMAT}", part, options.decode("utf-8", "replace"),
                   source):
