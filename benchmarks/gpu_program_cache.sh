@@ -3,7 +3,7 @@
 # generated kernel from the cache against a build from source, on NVIDIA's OpenCL.
 set -u
 export HOSTARRAY_REQUIRE_DEVICE=1
-python3 -m pytest -q -p no:cacheprovider tests/kernels/test_program_cache.py tests/kernels/test_kernels.py 2>&1 | tail -15
+python3 -m pytest -q -p no:cacheprovider tests/kernels/test_program_cache.py tests/kernels/test_kernels.py 2>&1 | grep -v "^  " | tail -60
 python3 - <<'PY'
 import os, subprocess, sys, tempfile, json
 code = r'''
@@ -22,4 +22,12 @@ with tempfile.TemporaryDirectory() as d:
         r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         print(i, r.stdout.strip()[-400:], r.stderr[-800:])
     print(sorted(os.listdir(d)))
+PY
+python3 - <<'PY'
+import random, pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+src = "__kernel void k(__global float *x){ x[get_global_id(0)] += %d; }" % random.randrange(1 << 30)
+for i in range(2):
+    p = cl._cl._Program(ctx, src); p._build(options=b"-cl-kernel-arg-info", devices=None)
+    print("build", i, "log:", repr(p.get_build_info(ctx.devices[0], cl.program_build_info.LOG)))
 PY

