@@ -70,6 +70,7 @@ _lock = threading.Lock()
 _stores = 0
 # devices (their key part) whose loaded binaries lacked argument info, in this process
 _no_arg_info: set[str] = set()
+_arg_info_ok: set[str] = set()  # devices whose loaded binaries kept it, in this process
 _device_parts: dict[Any, str] = {}
 _checked: set[tuple[str, str]] = set()  # (folder, device part) looked up for a no-arg-info mark
 
@@ -116,9 +117,12 @@ class Entry:
             self._remove()  # the driver crashed on this binary in an earlier process
             _unlink(marker)
             return None
-        try:
-            with open(marker, "w") as f:
-                f.write(str(os.getpid()))
+        try:  # one write of a few bytes: a reader sees no pid yet, or all of it
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, str(os.getpid()).encode())
+            finally:
+                os.close(fd)
         except OSError:
             pass
         try:
@@ -129,7 +133,7 @@ class Entry:
             return None
         finally:
             _unlink(marker)
-        if self.arg_info and not _has_arg_info(raw):
+        if self.arg_info and self.part not in _arg_info_ok and not _has_arg_info(raw):
             _no_arg_info.add(self.part)
             try:  # for later processes too: none of them loads an entry for this device
                 with open(_no_arg_info_mark(os.path.dirname(self.path), self.part), "wb"):
@@ -137,6 +141,8 @@ class Entry:
             except OSError:
                 pass
             return None
+        if self.arg_info:
+            _arg_info_ok.add(self.part)  # the driver keeps it: not asked again per load
         try:
             os.utime(self.path)  # recently used: trimmed last
         except OSError:
@@ -154,6 +160,8 @@ class Entry:
         local size), 85 ms for a small kernel on a 2-core machine, more than its own cache
         hit (30 to 150 ms).  A program built in one process only never pays it; one built
         again pays it once, and every later process loads it in a millisecond or two."""
+        if self.part in _no_arg_info:  # found out at this entry's load: no cache here
+            return
         seen = self.path[:-len(".bin")] + ".seen"
         if not os.path.exists(seen):
             try:
@@ -214,11 +222,16 @@ def _died_loading(marker: str) -> bool:
     makes that happen once, not in every later process)."""
     try:
         with open(marker) as f:
-            pid = int(f.read().strip() or 0)
-    except (OSError, ValueError):
+            text = f.read().strip()
+    except OSError:
         return False
-    if pid <= 0 or pid == os.getpid():  # no process, or one whose pid this one now has
-        return True
+    if not text.isdigit():  # being written by another loader right now (or not ours)
+        return False
+    pid = int(text)
+    if pid == 0:
+        return False
+    if pid == os.getpid():  # another thread of this process loads it now (two like devices)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -274,6 +274,29 @@ def test_a_binary_the_driver_died_loading_is_removed(cl_device: ha.Device, cache
     # a marker of a live process (another one loading the entry now) is no crash
     marker.write_text(str(os.getppid()))
     assert _build(cl_device)[1]
+    # nor is one of this process: another thread loading it (two devices of one model)
+    marker.write_text(str(os.getpid()))
+    assert _build(cl_device)[1] and path.exists()
+
+
+def test_threads_loading_one_entry_keep_it(cl_device: ha.Device, cache: Path) -> None:
+    # two like devices share an entry: their threads load it at once, in contexts of their own
+    from tests._threads import run_in_threads
+
+    path = _stored(cl_device)
+    results: list[tuple[bool, np.ndarray]] = []
+
+    def load_and_run() -> None:
+        for _ in range(10):
+            prg, loaded, ctx = _build(cl_device)
+            results.append((loaded, _twice(prg, ctx)))
+
+    run_in_threads([load_and_run] * 4, timeout=120, switch=1e-5)
+    a = np.arange(16, dtype=np.float32) * 2
+    assert len(results) == 40 and all(loaded for loaded, _ in results)
+    for _, got in results:
+        np.testing.assert_array_equal(got, a)
+    assert path.exists() and not Path(str(path) + ".loading").exists()
 
 
 def test_a_process_that_stores_trims_an_oversized_folder(tmp_path: Path) -> None:
