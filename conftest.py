@@ -8,6 +8,9 @@
 * ``HOSTARRAY_REQUIRE_DEVICE=1`` (CI): the session exits at once (status 3) when no
   working OpenCL device exists, so device tests can never silently skip.
 * ``cl_device``: the first working OpenCL device (the suite's real device; no mocks).
+* Order: the tests marked ``slow`` run first (the workers of ``-n auto`` finish together).
+* ``--keep-link-fixed``: see ``tests/conftest.py`` (the copied pass leaves out the tests
+  that set their link themselves).
 
 Only fixtures and hooks live in conftest files; helpers that tests import live in
 ``_support`` modules (``tests/reliability/_support.py``); ``tests/tooling/test_plumbing.py``
@@ -33,11 +36,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--thorough", action="store_true", default=False,
                      help="hostarray: long modes (>= 10,000 state-machine steps and cycles, "
                           "10x the array_api_tests examples); also HOSTARRAY_THOROUGH=1")
+    parser.addoption("--keep-link-fixed", action="store_true", default=False,
+                     help="hostarray: under HOSTARRAY_LINK=copied, run the tests that set "
+                          "their link themselves too (left out by default: the run without "
+                          "HOSTARRAY_LINK runs them on the same links; tests/conftest.py)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("HOSTARRAY_THOROUGH") == "1":
         config.option.thorough = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the tests marked slow (several seconds each) first: pytest-xdist hands the first items
+    # out in turn, so the long ones start at once instead of keeping one worker busy at the
+    # end while the others wait
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -146,6 +146,7 @@ def test_inv_solve(a) -> None:
     la_diff("solve", a, b, _rtol=_tol(a.dtype), _atol=_tol(a.dtype))
 
 
+@pytest.mark.slow
 @given(data=st.data())
 def test_matmul_outer_tensordot_vecdot_transpose(data) -> None:
     dt = data.draw(strat.dtypes("numeric"), label="dtype")

@@ -19,6 +19,7 @@ def _tol(dt: np.dtype) -> float:
     return 1e-4 if dt in (np.float32, np.complex64) else 1e-10
 
 
+@pytest.mark.slow
 @given(data=st.data())
 def test_matmul(data) -> None:
     dt = data.draw(strat.dtypes("numeric"), label="dtype")

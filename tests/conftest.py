@@ -2,12 +2,20 @@
 terminal summary names the driver that served as the second OpenCL device of the
 two-device tests (``tests.reliability._support.second_driver``), where one ran.
 
+The copied pass (``HOSTARRAY_LINK=copied``, the README's second run) leaves out the tests
+that set their link themselves, which the first run (no ``HOSTARRAY_LINK``) runs on the
+same links: those marked ``link_fixed`` (their subprocesses get ``HOSTARRAY_LINK`` from
+the test), and, where the device's own link is shared, those that take ``off_shared``
+(copied buffers there, as in the first run).  ``--keep-link-fixed`` runs them anyway, and
+so does naming a test on the command line.
+
 The device fixture (``cl_device``), ``--thorough`` and the ``HOSTARRAY_REQUIRE_DEVICE``
 session check are shared with ``array_api_tests/`` in the repository's root ``conftest.py``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
@@ -58,7 +66,48 @@ def off_shared(cl_device: ha.Device) -> Iterator[ha.Device]:
     ha.clear_pool()  # its storages have copied buffers
 
 
+def _own_link() -> str | None:
+    """The first OpenCL device's own link (its probe, whatever ``HOSTARRAY_LINK`` says),
+    or ``None`` without a device."""
+    devs = [d for d in ha.devices() if d.framework == "opencl"]
+    return devs[0].runtime._check_link() if devs else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if (os.environ.get("HOSTARRAY_LINK", "").strip().lower() != "copied"
+            or config.getoption("keep_link_fixed")
+            or any("::" in arg for arg in config.args)):
+        return
+    own = None
+    kept, left = [], []
+    for item in items:
+        fixed = item.get_closest_marker("link_fixed") is not None
+        if not fixed and "off_shared" in getattr(item, "fixturenames", ()):
+            own = own or _own_link()
+            fixed = own == "shared"
+        (left if fixed else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+        config.stash[_LEFT_OUT] = len(left)
+
+
+_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if os.environ.get("HOSTARRAY_LINK", "").strip().lower() != "copied":
+        return []
+    return ["tests/: the tests that set their link themselves are left out of this copied "
+            "pass (the run without HOSTARRAY_LINK runs them; --keep-link-fixed: run them)"]
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    left = terminalreporter.config.stash.get(_LEFT_OUT, 0)
+    if left:
+        terminalreporter.write_line(
+            f"hostarray: {left} tests that set their link themselves were left out (the run "
+            f"without HOSTARRAY_LINK runs them on the same links; --keep-link-fixed runs them)")
     # never silent about which driver stood in as the second device (Oclgrind where the
     # PyPI PoCL does not work on this CPU)
     support = sys.modules.get("tests.reliability._support")

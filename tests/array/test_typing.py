@@ -103,6 +103,7 @@ def _is_any(t: str) -> bool:
     return " | Any" in t or t.startswith("Any |")
 
 
+@pytest.mark.slow
 def test_user_code_type_checks_without_any(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     out, status = _mypy(tmp_path, monkeypatch, SAMPLE)

@@ -310,7 +310,7 @@ class CoherenceModel(RuleBasedStateMachine):
             self.c.host_stale, self.c.host_exclusive)
 
 
-TestCoherenceModel = CoherenceModel.TestCase
+TestCoherenceModel = pytest.mark.slow(CoherenceModel.TestCase)
 TestCoherenceModel.settings = settings(max_examples=600, stateful_step_count=50, deadline=None,
                                        suppress_health_check=list(HealthCheck))
 

@@ -206,6 +206,7 @@ class CoherenceMachine(RuleBasedStateMachine):
         gc.collect()
 
 
+@pytest.mark.slow
 def test_state_machine(cl_device: ha.Device, thorough: bool) -> None:
     CoherenceMachine.device = cl_device
     run_state_machine_as_test(CoherenceMachine, settings=settings(

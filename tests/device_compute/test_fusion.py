@@ -308,6 +308,7 @@ def test_threads_write_inputs_while_others_build(off_shared, device_path) -> Non
 
 # -- nothing leaks -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_loops_stay_flat(off_shared, device_path) -> None:
     import tracemalloc
 

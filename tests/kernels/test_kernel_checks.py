@@ -394,6 +394,7 @@ print("RESULT", json.dumps({"rss": [rss0, rss1, rss2], "buffers": [buf0, buf1, b
 
 
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_memory_goes_when_the_array_is_dropped_without_another_launch(cl_device, link) -> None:
     out = _run(RSS_SCRIPT, env={"HOSTARRAY_LINK": link})
     rss0, rss1, rss2 = out["rss"]
@@ -463,6 +464,7 @@ print("RESULT", json.dumps(out))
 
 
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_memory_goes_after_free_buffer_whatever_the_argument_access(cl_device, link) -> None:
     """Issue 20 (10): a launch that only read an array (``const``, ``ha.read``, a view of
     either) left nothing to acquire, so no host access synced with the device, and the
@@ -913,6 +915,7 @@ def _global_cases(dev: ha.Device) -> list[tuple[list[int], list[int] | None, lis
 
 
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_global_sizes_the_driver_cant_run_are_refused_before_anything_moves(cl_device,
                                                                             link) -> None:
     """``prg.nop((2**48,), x)`` and ``prg.nop((2**32, 2**32), x)`` killed the process

@@ -105,6 +105,7 @@ def _run(code: str, *args: str, env: dict[str, str] | None = None) -> dict[str, 
 @pytest.mark.parametrize("case,link", [("prune", "auto"), ("prune", "copied"),
                                        ("host_write", "auto"), ("host_write", "copied"),
                                        ("result", "copied")])
+@pytest.mark.link_fixed
 def test_a_del_that_launches_while_finished_launches_are_let_go(cl_device, case, link) -> None:
     """``_Pending._prune`` dropped what finished launches kept (storages, and through them
     the user's memory: its ``__del__`` ran) under its non-reentrant lock, so a ``__del__``

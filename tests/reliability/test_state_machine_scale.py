@@ -333,6 +333,7 @@ class ScaleMachine(RuleBasedStateMachine):
         gc.collect()
 
 
+@pytest.mark.slow
 def test_state_machine_at_scale(cl_device: ha.Device, thorough: bool) -> None:
     devs = [d for d in ha.devices() if d.framework == "opencl"]
     second = os.environ.get("HOSTARRAY_TEST_SECOND_PLATFORM")

@@ -87,6 +87,7 @@ print("waits", ha.stats().waits)
 
 @pytest.mark.device
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_write_on_one_device_waits_for_a_read_on_another(tmp_path: Path, link: str) -> None:
     # issue 10 class 4: a launch on B that writes x must wait for A's launch still reading x
     code = TWO_DEVICES + WRITE_WAITS_CODE.replace("SPIN", "3_000_000")
@@ -131,6 +132,7 @@ print("after", float(x[0]))
 
 @pytest.mark.device
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_a_write_on_another_device_under_an_open_raw_block_is_refused(tmp_path: Path,
                                                                      link: str) -> None:
     # the block's writes land when it ends, over its whole range: a launch on another

@@ -456,6 +456,7 @@ def test_compute_benchmark_suggests_the_smallest_size_from_which_the_device_wins
 
 
 @pytest.mark.device
+@pytest.mark.link_fixed
 def test_compute_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.Device) -> None:
     # a copied link, so that the device path runs on a device whose own link is shared
     env = {**os.environ, "HOSTARRAY_LINK": "copied"}

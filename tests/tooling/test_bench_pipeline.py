@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.device
+@pytest.mark.link_fixed
 def test_pipeline_benchmark_runs_checks_and_counts(tmp_path: Path, cl_device: ha.Device) -> None:
     env = {**os.environ, "HOSTARRAY_LINK": "copied"}
     p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pipeline.py"),

@@ -95,6 +95,7 @@ def test_devices_table_lists_every_device(cl_device: ha.Device) -> None:
 
 
 @pytest.mark.device
+@pytest.mark.link_fixed
 def test_devices_link_forced_is_reported(cl_device: ha.Device) -> None:
     r = run_cli("devices", "--json", env={"HOSTARRAY_LINK": "copied"})
     assert r.returncode == 0, r.stderr
@@ -521,6 +522,7 @@ def test_show_config_names_every_setting_the_package_reads() -> None:
 
 
 @pytest.mark.device
+@pytest.mark.link_fixed
 def test_config_has_each_section_and_fits_100_columns(cl_device: ha.Device) -> None:
     env: dict[str, str | None] = {"HOSTARRAY_LINK": "copied",
                                   "HOSTARRAY_DEVICE_COMPUTE_MIN_BYTES": "4096",

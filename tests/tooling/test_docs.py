@@ -113,6 +113,7 @@ def _module_names() -> list[str]:
     return sorted(names)
 
 
+@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path: Path) -> None:
     for mod in ("sphinx", "furo", "myst_parser", "numpydoc"):
         pytest.importorskip(mod, reason="the docs extra is not installed (pip install -e .[docs])")

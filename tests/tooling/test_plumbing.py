@@ -159,6 +159,8 @@ def test_device_compute_mode_refuses_a_wrong_setting(env: dict[str, str], why: s
 
 
 @pytest.mark.device
+@pytest.mark.slow
+@pytest.mark.link_fixed
 def test_device_compute_mode_runs_the_suite_as_kernels(cl_device: ha.Device) -> None:
     r = _pytest("-q", "array_api_tests/test_elementwise.py", "-k",
                 "test_unary and (exp or sqrt) or test_binary and add",
