@@ -90,9 +90,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=left)
         items[:] = kept
         config.stash[_LEFT_OUT] = len(left)
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: tell the controller
+            config.workeroutput["hostarray_left_out"] = len(left)
 
 
 _LEFT_OUT = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # pytest-xdist's controller
+    left = getattr(node, "workeroutput", {}).get("hostarray_left_out")
+    if left:
+        node.config.stash[_LEFT_OUT] = left
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
