@@ -8,7 +8,9 @@
 * ``HOSTARRAY_REQUIRE_DEVICE=1`` (CI): the session exits at once (status 3) when no
   working OpenCL device exists, so device tests can never silently skip.
 * ``cl_device``: the first working OpenCL device (the suite's real device; no mocks).
-* Order: the tests marked ``slow`` run first (the workers of ``-n auto`` finish together).
+* Order: the tests marked ``slow`` run first, and ``-n`` without ``--dist`` distributes
+  with pytest-xdist's ``worksteal`` (a worker that runs out takes tests queued for another),
+  so that the workers finish together.
 * ``--keep-link-fixed``: see ``tests/conftest.py`` (the copied pass leaves out the tests
   that set their link themselves).
 
@@ -45,6 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("HOSTARRAY_THOROUGH") == "1":
         config.option.thorough = True
+    # -n without --dist: pytest-xdist's "load" hands each worker its share of the tests up
+    # front, and a worker that ends early then waits for the others (65 s of 240 here);
+    # "worksteal" gives it tests from their queues instead
+    given = config.invocation_params.args
+    if getattr(config.option, "dist", None) == "load" and not any(
+            str(a).startswith(("--dist", "-d")) for a in given):
+        config.option.dist = "worksteal"
 
 
 @pytest.hookimpl(trylast=True)

@@ -170,3 +170,32 @@ def test_device_compute_mode_runs_the_suite_as_kernels(cl_device: ha.Device) -> 
     ran = re.search(r"device compute: (\d+) of (\d+) differential calls ran kernels", out)
     assert ran and int(ran.group(1)) > 0, out
     assert "ran kernels but acquired before the result was read: none" in out
+
+
+@pytest.mark.device
+@pytest.mark.link_fixed
+def test_the_copied_pass_leaves_out_only_the_tests_that_set_their_link(
+        cl_device: ha.Device) -> None:
+    # tests/conftest.py: under HOSTARRAY_LINK=copied the link_fixed tests (and, on a
+    # shared-link device, those taking off_shared) are deselected; --keep-link-fixed and a
+    # test named on the command line run them
+    proto = "tests/kernels/test_launch_protocol.py"
+    fixed = _pytest("--collect-only", "-q", proto, env={"HOSTARRAY_LINK": "copied"})
+    every = _pytest("--collect-only", "-q", proto, "--keep-link-fixed",
+                    env={"HOSTARRAY_LINK": "copied"})
+    named = _pytest("--collect-only", "-q", proto + "::test_a_del_that_launches_while_finished_"
+                    "launches_are_let_go", env={"HOSTARRAY_LINK": "copied"})
+    first = _pytest("--collect-only", "-q", proto, env={"HOSTARRAY_LINK": ""})
+    ids = [[ln for ln in r.stdout.splitlines() if "::" in ln] for r in (fixed, every, named, first)]
+    del_ids = [i for i in ids[1] if "test_a_del_that_launches" in i]
+    assert len(del_ids) == 5, every.stdout
+    assert not set(del_ids) & set(ids[0]) and set(ids[0]) == set(ids[1]) - set(del_ids), \
+        fixed.stdout
+    assert "5 tests that set their link themselves were left out" in fixed.stdout
+    assert ids[2] == del_ids and ids[3] == ids[1], named.stdout + first.stdout
+
+
+def test_the_slow_tests_start_first() -> None:
+    r = _pytest("--collect-only", "-q", "tests/device_compute/test_fusion.py")
+    ids = [ln for ln in r.stdout.splitlines() if "::" in ln]
+    assert len(ids) > 10 and ids[0].endswith("::test_loops_stay_flat"), r.stdout
