@@ -16,7 +16,9 @@ threshold is 0 (every size runs on the device where the placement rule allows), 
 of a differential call goes to the OpenCL device and a no-op read-write kernel makes it
 device-newest before the tested function is called, and the results are compared with the
 reference's as always.  The summary lists how many calls of each function ran kernels and
-how many of those acquired bytes before their result was read (the device path should not).
+how many of those acquired bytes before their result was read: the device path must not,
+and any such call fails the session (pytest-xdist's workers send their counts to the
+controller, which prints the summary).
 """
 
 from __future__ import annotations
@@ -113,6 +115,33 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"per test, differential inputs on {where}"]
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from .helpers import CALLS, DEVICE_CALLS, REJECTED
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        # a pytest-xdist worker: its counts go to the controller, which prints the summary
+        out["hostarray_suite"] = {"calls": dict(CALLS), "rejected": dict(REJECTED),
+                                  "device_calls": DEVICE_CALLS}
+        return
+    # the device path never acquires an input's bytes before its result is read: a call that
+    # ran kernels and did fails the session (the summary names the functions)
+    if any(row[2] for row in DEVICE_CALLS.values()) and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # pytest-xdist's controller
+    from .helpers import CALLS, DEVICE_CALLS, REJECTED
+    counts = getattr(node, "workeroutput", {}).get("hostarray_suite")
+    if not counts:
+        return
+    CALLS.update(counts["calls"])
+    REJECTED.update(counts["rejected"])
+    for name, row in counts["device_calls"].items():
+        mine = DEVICE_CALLS.setdefault(name, [0] * len(row))
+        mine[:] = [a + b for a, b in zip(mine, row)]
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     from .helpers import CALLS, DEVICE_CALLS, REJECTED
     if DEVICE_CALLS:
@@ -136,7 +165,8 @@ def _device_summary(terminalreporter, rows: dict[str, list[int]]) -> None:
     terminalreporter.write_line("on the device (calls): " + (", ".join(ran) or "none"))
     terminalreporter.write_line("host path only: " + (", ".join(never) or "none"))
     terminalreporter.write_line("ran kernels but acquired before the result was read: "
-                                + (", ".join(acquired) or "none"))
+                                + (", ".join(acquired) or "none")
+                                + (" (FAILED: the device path must not)" if acquired else ""))
     declined = [f"{n} {r[3]}/{r[0]}" for n, r in sorted(rows.items()) if r[3]]
     terminalreporter.write_line("sent to the device but computed on the host "
                                 "(host_fallbacks): " + (", ".join(declined) or "none"))

@@ -199,3 +199,25 @@ def test_the_slow_tests_start_first() -> None:
     r = _pytest("--collect-only", "-q", "tests/device_compute/test_fusion.py")
     ids = [ln for ln in r.stdout.splitlines() if "::" in ln]
     assert len(ids) > 10 and ids[0].endswith("::test_loops_stay_flat"), r.stdout
+
+
+@pytest.mark.device
+@pytest.mark.link_fixed
+def test_device_compute_mode_fails_a_call_that_acquired_before_its_result_was_read(
+        cl_device: ha.Device, tmp_path: Path) -> None:
+    # array_api_tests/conftest.py: a differential call that ran kernels and acquired fails the
+    # session; a plugin records one such call as helpers.py would
+    (tmp_path / "acquired_plugin.py").write_text(
+        "def pytest_runtest_teardown(item):\n"
+        "    from array_api_tests.helpers import DEVICE_CALLS\n"
+        "    DEVICE_CALLS.setdefault('made_up', [1, 1, 1, 0])\n")
+    r = _pytest("-q", "-p", "acquired_plugin", "array_api_tests/test_elementwise.py", "-k",
+                "test_binary and add and not python and not device",
+                env={"HOSTARRAY_TEST_DEVICE_COMPUTE": "1", "HOSTARRAY_LINK": "copied",
+                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])})
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    # every test passed: the session alone failed, for the recorded call
+    assert re.search(r"\b\d+ passed\b", out) and not re.search(r"\b\d+ failed\b", out), out
+    assert "acquired before the result was read: made_up 1/1 (FAILED: the device path must " \
+        "not)" in out, out
