@@ -22,6 +22,7 @@ checks both rules.
 from __future__ import annotations
 
 import os
+import shlex
 
 import pytest
 
@@ -50,9 +51,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # -n without --dist: pytest-xdist's "load" hands each worker its share of the tests up
     # front, and a worker that ends early then waits for the others (65 s of 240 here);
     # "worksteal" gives it tests from their queues instead
-    given = config.invocation_params.args
+    given = [*map(str, config.invocation_params.args), *config.getini("addopts"),
+             *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
     if getattr(config.option, "dist", None) == "load" and not any(
-            str(a).startswith(("--dist", "-d")) for a in given):
+            a.startswith(("--dist", "-d")) for a in given):
         config.option.dist = "worksteal"
 
 

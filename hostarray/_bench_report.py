@@ -596,6 +596,13 @@ def check_outputs(json_path: str | None = None, csv_path: str | None = None,
     """
     if json_path == "-" and csv_path == "-":
         return "--json and --csv can't both go to stdout: give one of them a file (--csv PATH)"
+    files = [(o, p) for o, p in (("--json", json_path), ("--csv", csv_path),
+                                 ("--plot", plot_path)) if p is not None and p != "-"]
+    for k, (option, path) in enumerate(files):
+        for other, there in files[k + 1:]:
+            if os.path.realpath(path) == os.path.realpath(there):
+                return (f"{option} and {other} name one file, {path}: give each its own "
+                        f"(one would overwrite the other)")
     for option, path in (("--json", json_path), ("--csv", csv_path), ("--plot", plot_path)):
         if path is not None and path != "-":
             said = _folder_error(option, path)
@@ -606,9 +613,17 @@ def check_outputs(json_path: str | None = None, csv_path: str | None = None,
             import matplotlib
 
             matplotlib.use("Agg")
-            import matplotlib.pyplot  # noqa: F401
+            import matplotlib.pyplot as plt
         except ImportError as e:
             return (f"--plot needs matplotlib, which does not import here "
                     f"({type(e).__name__}: {e}); install it with pip install "
                     f"'hostarray[bench]'")
+        # matplotlib takes the format from the name (and, without a suffix, adds .png)
+        suffix = os.path.splitext(plot_path)[1].lower().lstrip(".")
+        if suffix not in plt.figure().canvas.get_supported_filetypes():
+            plt.close("all")
+            return (f"--plot {plot_path}: matplotlib writes no "
+                    f"{'.' + suffix if suffix else 'file without a suffix'}; give a name "
+                    f"ending in .png (or .svg, .pdf)")
+        plt.close("all")
     return None

@@ -415,16 +415,23 @@ def _exit(dev: Device) -> None:
                        f"start")
 
 
+def environment_device() -> Device | None:
+    """The device ``HOSTARRAY_DEVICE`` names, ``None`` where it is unset or empty; a name
+    that is no device here raises with the variable and its value first in the message."""
+    spec = _settings.device()
+    if not spec:
+        return None
+    try:
+        return device(spec)
+    except (UnknownFramework, InvalidDevice, DeviceUnavailable) as e:
+        e.setting = f"HOSTARRAY_DEVICE={_settings.DEVICE.raw()!r}"
+        raise
+
+
 def _environment_default() -> Device:
     """The device ``HOSTARRAY_DEVICE`` names, the host where it is unset or empty."""
     if not _FROM_ENVIRONMENT:
-        spec = _settings.device()
-        try:
-            dev = device(spec) if spec else HOST
-        except (UnknownFramework, InvalidDevice, DeviceUnavailable) as e:
-            # the message starts with the variable and its value as set
-            e.setting = f"HOSTARRAY_DEVICE={_settings.DEVICE.raw()!r}"
-            raise
+        dev = environment_device() or HOST
         with _LOCK:
             if not _FROM_ENVIRONMENT:
                 _FROM_ENVIRONMENT.append(dev)

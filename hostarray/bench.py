@@ -711,11 +711,12 @@ def run_checks(env: _Env, nbytes: int = 4 * MiB) -> dict[str, Any]:
 def _pick_device(spec: str | None) -> Any:
     import hostarray as ha
 
-    if spec is None:
-        spec = os.environ.get("HOSTARRAY_DEVICE") or None
+    from ._devices import environment_device
+
     first = next((d for d in ha.devices() if d.framework == "opencl"), None)
-    if spec is not None:
-        d = ha.device(spec)
+    # (a wrong HOSTARRAY_DEVICE: the error names the variable)
+    d = ha.device(spec) if spec is not None else environment_device()
+    if d is not None:
         if d.framework != "opencl":  # (it said "no working OpenCL device" beside a working one)
             there = (f"pass --device {first} (the OpenCL device here)" if first is not None
                      else "there is none here: see `hostarray devices`")

@@ -17,8 +17,6 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import _settings
-
 __all__ = ["run_demo", "SMOOTH_SOURCE", "numpy_pipeline", "hostarray_pipeline",
            "eager_pipeline", "make_signal", "QUANTILE"]
 
@@ -173,9 +171,13 @@ def _eager_program(ctx: Any) -> tuple[Any, Any]:
 def _pick_device(spec: str | None) -> Any:
     import hostarray as ha
 
-    if spec is None:
-        spec = _settings.device()
-    if spec is not None:
+    if spec is None:  # (a wrong HOSTARRAY_DEVICE: the error names the variable)
+        from ._devices import environment_device
+
+        named = environment_device()
+        if named is not None:
+            return named
+    else:
         return ha.device(spec)
     for d in ha.devices():
         if d.framework == "opencl":

@@ -7,7 +7,8 @@ that set their link themselves, which the first run (no ``HOSTARRAY_LINK``) runs
 same links: those marked ``link_fixed`` (their subprocesses get ``HOSTARRAY_LINK`` from
 the test), and, where the device's own link is shared, those that take ``off_shared``
 (copied buffers there, as in the first run).  ``--keep-link-fixed`` runs them anyway, and
-so does naming a test on the command line.
+so do naming a test on the command line (``path::name``) and a ``-m`` that names
+``link_fixed``.
 
 The device fixture (``cl_device``), ``--thorough`` and the ``HOSTARRAY_REQUIRE_DEVICE``
 session check are shared with ``array_api_tests/`` in the repository's root ``conftest.py``.
@@ -73,14 +74,30 @@ def _own_link() -> str | None:
     return devs[0].runtime._check_link() if devs else None
 
 
+def _named(config: pytest.Config) -> list[str]:
+    """The node ids of the tests named on the command line (``path::name``), as pytest
+    spells them (relative to the root folder)."""
+    out = []
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep:
+            full = os.path.join(config.invocation_params.dir, path)
+            out.append(os.path.relpath(full, config.rootpath).replace(os.sep, "/") + sep + rest)
+    return out
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if (os.environ.get("HOSTARRAY_LINK", "").strip().lower() != "copied"
             or config.getoption("keep_link_fixed")
-            or any("::" in arg for arg in config.args)):
+            or "link_fixed" in (config.getoption("markexpr") or "")):
         return
+    named = _named(config)
     own = None
     kept, left = [], []
     for item in items:
+        if any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::")) for n in named):
+            kept.append(item)  # a test named on the command line runs
+            continue
         fixed = item.get_closest_marker("link_fixed") is not None
         if not fixed and "off_shared" in getattr(item, "fixturenames", ()):
             own = own or _own_link()

@@ -633,6 +633,7 @@ step("one element of each half", ok=ok)
 
 
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_halves_written_on_two_devices_are_acquired_from_each(tmp_path: Path,
                                                               link: str) -> None:
     r = run_python(TWO_DEVICES + TWO_DEVICES_CODE,

@@ -243,6 +243,7 @@ print(ha.stats().device_ops, float(np.asarray(y)[0]))
 
 
 @pytest.mark.device
+@pytest.mark.link_fixed
 def test_shared_link_keeps_the_host_path(cl_device: ha.Device) -> None:
     # on a shared link the host reads the device's bytes without a copy: numpy's turn
     r = _python(_SHARED_RUN, HOSTARRAY_LINK="shared")

@@ -120,6 +120,7 @@ def test_out_of_bounds_kernel_is_caught_and_host_memory_intact(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("link", ["auto", "copied"])
+@pytest.mark.link_fixed
 def test_hostarray_makes_no_invalid_access(tmp_path: Path, link: str) -> None:
     result, log = _run_under_oclgrind(CLEAN_SCRIPT, tmp_path, {"HOSTARRAY_LINK": link})
     assert "Invalid" not in log and "error" not in log.lower(), log[-3000:]

@@ -475,6 +475,11 @@ def test_bench_plot_without_matplotlib_is_refused_before_measuring(tmp_path: Pat
     (["--csv", "{tmp}/no/such/b.csv"], "--csv {tmp}/no/such/b.csv: there is no folder"),
     (["--json", "{tmp}/no/b.json"], "--json {tmp}/no/b.json: there is no folder"),
     (["--csv", "{tmp}"], "that is a folder"),
+    (["--json", "{tmp}/b.json", "--csv", "{tmp}/b.json"],
+     "--json and --csv name one file, {tmp}/b.json: give each its own"),
+    (["--csv", "{tmp}/b.png", "--plot", "{tmp}/b.png"], "--csv and --plot name one file"),
+    (["--plot", "{tmp}/b.txt"], "--plot {tmp}/b.txt: matplotlib writes no .txt"),
+    (["--plot", "{tmp}/b"], "--plot {tmp}/b: matplotlib writes no file without a suffix"),
 ])
 def test_bench_refuses_outputs_it_cannot_write_before_measuring(tmp_path: Path, args: list[str],
                                                                 words: str) -> None:
@@ -621,3 +626,15 @@ def test_show_config_says_what_is_in_force_in_this_process() -> None:
     assert report["in_force"]["device_compute_threshold"] == 0
     with pytest.raises(ValueError, match="use 'stdout' or 'dicts'"):
         ha.show_config("yaml")
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_a_wrong_hostarray_device_is_named_by_every_command(command: str) -> None:
+    # (found by a review: demo and bench said "no backend for framework 'bogus'" alone)
+    r = run_cli(command, *(["--max-size", "4KiB"] if command == "bench" else []),
+                env={"HOSTARRAY_DEVICE": "bogus"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    said = _flat(r.stderr)
+    assert said.startswith(f"hostarray {command}: HOSTARRAY_DEVICE='bogus': no backend"), said
+    assert "Traceback" not in said and "[bench] " not in said
