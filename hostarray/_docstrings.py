@@ -468,7 +468,8 @@ def _parameters(func: Any, short: str) -> list[tuple[str, tuple[str, str]]] | No
 
 
 def complete(func: Any, short: str, returns: str | None = None,
-             parameters: list[tuple[str, tuple[str, str]]] | None = None) -> None:
+             parameters: list[tuple[str, tuple[str, str]]] | None = None,
+             raises: str | None = None) -> None:
     """Give ``func``'s docstring the Parameters and Returns sections it lacks (from
     :data:`PARAMETERS`, :data:`OVERRIDES` and :data:`RETURNS`, or as given), before its
     Raises / Notes / Examples.  ``short``: the name the tables know it by.  A name with no
@@ -493,7 +494,7 @@ def complete(func: Any, short: str, returns: str | None = None,
                 ret = _DEFAULT_ARRAY_RETURN
         if ret:
             blocks.append("Returns\n-------\n" + ret)
-    raises = RAISES.get(short.rpartition(".")[2])
+    raises = raises or RAISES.get(short.rpartition(".")[2])
     if "Raises" not in have and raises:
         blocks.append("Raises\n------\n" + raises)
     if blocks:
@@ -527,6 +528,21 @@ def _elementwise_sections(name: str, params: str) -> tuple[list[Any], str]:
     return entries, ret
 
 
+def _elementwise_raises(params: str) -> str:
+    """The Raises section of an element-wise function with parameter list ``params``."""
+    if params.startswith("x1"):
+        return ("TypeError\n    An operand is neither a HostPtrArray nor a Python scalar, or "
+                "the operands' data types are not ones this function takes (numpy's message: "
+                "for example a floating operand of a bitwise function).\nValueError\n"
+                "    ``x1`` and ``x2`` do not broadcast together.")
+    text = ("TypeError\n    ``x`` is neither a HostPtrArray nor a Python scalar, or its data "
+            "type is not one this function takes (numpy's message: for example a floating "
+            "array for ``bitwise_invert``).")
+    if "min=" in params:
+        text += "\nValueError\n    ``min`` or ``max`` does not broadcast to ``x``'s shape."
+    return text
+
+
 def complete_namespace(namespace: Any) -> None:
     """Complete the docstrings of every public callable of the ``hostarray`` package that
     is loaded with it: the namespace (element-wise functions from their table rows),
@@ -536,7 +552,7 @@ def complete_namespace(namespace: Any) -> None:
     done: set[int] = set()
     for name, _, params, _, _ in elementwise.TABLE:
         entries, ret = _elementwise_sections(name, params)
-        complete(getattr(namespace, name), name, ret, entries)
+        complete(getattr(namespace, name), name, ret, entries, _elementwise_raises(params))
         done.add(id(getattr(namespace, name)))
     for module, prefix in ((namespace, ""), (namespace.linalg, "linalg."),
                            (namespace.fft, ""), (namespace.hostptr, ""),

@@ -204,3 +204,17 @@ def test_generated_sections_name_the_signature(name: str) -> None:
     have = sections(inspect.getdoc(obj) or "")
     assert set(_parameters(obj) or ()) <= _documented(have["Parameters"])
     assert have["Returns"].strip()
+
+
+def test_every_elementwise_function_says_what_it_raises() -> None:
+    # (their bodies are one shared wrapper: the raises are numpy's and the wrapper's)
+    from hostarray._api.elementwise import TABLE
+
+    lacking = [name for name, *_ in TABLE
+               if "Raises" not in sections(inspect.getdoc(getattr(ha, name)) or "")]
+    assert not lacking, lacking
+    x = ha.asarray([1.0, 2.0])
+    with pytest.raises(TypeError):  # as the section says: a floating bitwise operand
+        ha.bitwise_and(x, x)
+    with pytest.raises(ValueError):  # operands that do not broadcast
+        ha.add(x, ha.asarray([1.0, 2.0, 3.0]))
