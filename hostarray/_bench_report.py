@@ -596,12 +596,13 @@ def check_outputs(json_path: str | None = None, csv_path: str | None = None,
     """
     if json_path == "-" and csv_path == "-":
         return "--json and --csv can't both go to stdout: give one of them a file (--csv PATH)"
-    files = [(o, p) for o, p in (("--json", json_path), ("--csv", csv_path),
-                                 ("--plot", plot_path)) if p is not None and p != "-"]
-    for k, (option, path) in enumerate(files):
+    files: list[tuple[str, str]] = [
+        (o, f) for o, f in (("--json", json_path), ("--csv", csv_path), ("--plot", plot_path))
+        if f is not None and f != "-"]
+    for k, (option, name) in enumerate(files):
         for other, there in files[k + 1:]:
-            if os.path.realpath(path) == os.path.realpath(there):
-                return (f"{option} and {other} name one file, {path}: give each its own "
+            if os.path.realpath(name) == os.path.realpath(there):
+                return (f"{option} and {other} name one file, {name}: give each its own "
                         f"(one would overwrite the other)")
     for option, path in (("--json", json_path), ("--csv", csv_path), ("--plot", plot_path)):
         if path is not None and path != "-":
