@@ -392,9 +392,14 @@ class Kernel(_launch.WorkSizes):
                                         f"launches on its program's device, in that device's "
                                         f"queue) and the local size as a keyword: call {call}")
         if len(args) == self._nargs + 1 and (args[0] is None or _ints(args[0]) is not None):
-            return BadLaunch(self.name, f"{count}: the {args[0]!r} after the global size looks "
-                                        f"like pyopencl's local size; here it is a keyword: "
-                                        f"call {call}")
+            if args[0] is None or not isinstance(args[0], int):
+                return BadLaunch(self.name, f"{count}: the {args[0]!r} after the global size "
+                                            f"looks like pyopencl's local size; here it is a "
+                                            f"keyword: call {call}")
+            # a plain int may be the first argument as well: say both readings
+            return BadLaunch(self.name, f"{count}: one too many; if the {args[0]!r} after the "
+                                        f"global size is pyopencl's local size, it is a "
+                                        f"keyword here: call {call}")
         return BadLaunch(self.name, count)
 
     def _checked(self, dev: Device, args: tuple[Any, ...]

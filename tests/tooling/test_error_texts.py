@@ -381,7 +381,9 @@ def test_calls_python_would_refuse_are_bad_launches_with_the_signature(scale, cl
                     # a positional local size, pyopencl's habit, with no queue
                     (lambda: scale(x.shape, (4,), x, 2.0),
                      "the (4,) after the global size looks like pyopencl's local size"),
-                    (lambda: scale(x.shape, 4, x, 2.0), "the 4 after the global size")):
+                    # (a plain int could be the first argument too: both readings)
+                    (lambda: scale(x.shape, 4, x, 2.0),
+                     "one too many; if the 4 after the global size is pyopencl's local size")):
         with pytest.raises(errors.BadLaunch) as info:
             f()
         assert text in str(info.value) and call in str(info.value), str(info.value)
