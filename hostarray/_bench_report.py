@@ -604,27 +604,25 @@ def check_outputs(json_path: str | None = None, csv_path: str | None = None,
             if os.path.realpath(name) == os.path.realpath(there):
                 return (f"{option} and {other} name one file, {name}: give each its own "
                         f"(one would overwrite the other)")
-    for option, path in (("--json", json_path), ("--csv", csv_path), ("--plot", plot_path)):
-        if path is not None and path != "-":
-            said = _folder_error(option, path)
-            if said:
-                return said
+    for option, name in files:
+        said = _folder_error(option, name)
+        if said:
+            return said
     if plot_path is not None:
         try:
             import matplotlib
 
             matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot  # noqa: F401
+            from matplotlib.backend_bases import FigureCanvasBase
         except ImportError as e:
             return (f"--plot needs matplotlib, which does not import here "
                     f"({type(e).__name__}: {e}); install it with pip install "
                     f"'hostarray[bench]'")
         # matplotlib takes the format from the name (and, without a suffix, adds .png)
         suffix = os.path.splitext(plot_path)[1].lower().lstrip(".")
-        if suffix not in plt.figure().canvas.get_supported_filetypes():
-            plt.close("all")
+        if suffix not in FigureCanvasBase.get_supported_filetypes():
             return (f"--plot {plot_path}: matplotlib writes no "
                     f"{'.' + suffix if suffix else 'file without a suffix'}; give a name "
                     f"ending in .png (or .svg, .pdf)")
-        plt.close("all")
     return None

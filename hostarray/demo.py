@@ -171,14 +171,13 @@ def _eager_program(ctx: Any) -> tuple[Any, Any]:
 def _pick_device(spec: str | None) -> Any:
     import hostarray as ha
 
-    if spec is None:  # (a wrong HOSTARRAY_DEVICE: the error names the variable)
-        from ._devices import environment_device
+    from ._devices import environment_device
 
-        named = environment_device()
-        if named is not None:
-            return named
-    else:
+    if spec is not None:
         return ha.device(spec)
+    named = environment_device()  # (a wrong HOSTARRAY_DEVICE: the error names the variable)
+    if named is not None:
+        return named
     for d in ha.devices():
         if d.framework == "opencl":
             return d

@@ -392,7 +392,7 @@ class Kernel(_launch.WorkSizes):
                                         f"launches on its program's device, in that device's "
                                         f"queue) and the local size as a keyword: call {call}")
         if len(args) == self._nargs + 1 and (args[0] is None or _ints(args[0]) is not None):
-            if args[0] is None or not isinstance(args[0], int):
+            if args[0] is None or isinstance(args[0], (tuple, list)):
                 return BadLaunch(self.name, f"{count}: the {args[0]!r} after the global size "
                                             f"looks like pyopencl's local size; here it is a "
                                             f"keyword: call {call}")

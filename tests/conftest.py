@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import pytest
 
 import hostarray as ha
+from hostarray import _settings
 
 
 @pytest.fixture(autouse=True)
@@ -86,9 +87,13 @@ def _named(config: pytest.Config) -> list[str]:
     return out
 
 
+def _copied_pass() -> bool:
+    """Whether ``HOSTARRAY_LINK`` forces copied buffers (as hostarray reads it)."""
+    return _settings.link(checked=False) == "copied"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if (os.environ.get("HOSTARRAY_LINK", "").strip().lower() != "copied"
-            or config.getoption("keep_link_fixed")
+    if (not _copied_pass() or config.getoption("keep_link_fixed")
             or "link_fixed" in (config.getoption("markexpr") or "")):
         return
     named = _named(config)
@@ -122,7 +127,7 @@ def pytest_testnodedown(node, error) -> None:  # pytest-xdist's controller
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    if os.environ.get("HOSTARRAY_LINK", "").strip().lower() != "copied":
+    if not _copied_pass():
         return []
     return ["tests/: the tests that set their link themselves are left out of this copied "
             "pass (the run without HOSTARRAY_LINK runs them; --keep-link-fixed: run them)"]
