@@ -428,6 +428,13 @@ def environment_device() -> Device | None:
         raise
 
 
+def environment_prefix(spec: str | None) -> str:
+    """``"HOSTARRAY_DEVICE='...': "`` where no device ``spec`` was given and the variable
+    chose the device, else ``""``: an error about that device then names what was set."""
+    return f"HOSTARRAY_DEVICE={_settings.DEVICE.raw()!r}: " \
+        if spec is None and _settings.device() else ""
+
+
 def _environment_default() -> Device:
     """The device ``HOSTARRAY_DEVICE`` names, the host where it is unset or empty."""
     if not _FROM_ENVIRONMENT:

@@ -711,7 +711,7 @@ def run_checks(env: _Env, nbytes: int = 4 * MiB) -> dict[str, Any]:
 def _pick_device(spec: str | None) -> Any:
     import hostarray as ha
 
-    from ._devices import environment_device
+    from ._devices import environment_device, environment_prefix
 
     first = next((d for d in ha.devices() if d.framework == "opencl"), None)
     # (a wrong HOSTARRAY_DEVICE: the error names the variable)
@@ -720,7 +720,8 @@ def _pick_device(spec: str | None) -> Any:
         if d.framework != "opencl":  # (it said "no working OpenCL device" beside a working one)
             there = (f"pass --device {first} (the OpenCL device here)" if first is not None
                      else "there is none here: see `hostarray devices`")
-            raise RuntimeError(f"{d} is the host; the bench measures an OpenCL device: {there}")
+            raise RuntimeError(f"{environment_prefix(spec)}{d} is the host; the bench measures "
+                               f"an OpenCL device: {there}")
         return d
     return first
 

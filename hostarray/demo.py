@@ -252,8 +252,10 @@ def run_demo(device: str | None = None, size: int = 1 << 22, repeat: int = 3,
         opencl = next((d for d in ha.devices() if d.framework == "opencl"), None)
         there = (f"pass --device {opencl} (the OpenCL device here)" if opencl is not None
                  else "there is none here: see `hostarray devices`")
-        return refuse(f"{dev} is the host; the demo runs kernels, so it needs an OpenCL "
-                      f"device: {there}")
+        from ._devices import environment_prefix
+
+        return refuse(f"{environment_prefix(device)}{dev} is the host; the demo runs kernels, "
+                      f"so it needs an OpenCL device: {there}")
     signal = make_signal(size)
     nbytes = signal.nbytes
     title = f"hostarray demo on {dev} (), host link: {dev.link}"

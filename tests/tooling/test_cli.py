@@ -638,3 +638,17 @@ def test_a_wrong_hostarray_device_is_named_by_every_command(command: str) -> Non
     said = _flat(r.stderr)
     assert said.startswith(f"hostarray {command}: HOSTARRAY_DEVICE='bogus': no backend"), said
     assert "Traceback" not in said and "[bench] " not in said
+
+
+@pytest.mark.device
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_the_host_chosen_by_hostarray_device_is_named_as_the_variable(command: str) -> None:
+    # the host through HOSTARRAY_DEVICE=cpu: the refusal says the variable chose it
+    r = run_cli(command, *(["--max-size", "4KiB"] if command == "bench" else []),
+                env={"HOSTARRAY_DEVICE": "cpu"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    said = _flat(r.stderr)
+    assert said.startswith(f"hostarray {command}: HOSTARRAY_DEVICE='cpu': cpu is the host"), said
+    given = run_cli(command, "--device", "cpu",
+                    *(["--max-size", "4KiB"] if command == "bench" else []))
+    assert _flat(given.stderr).startswith(f"hostarray {command}: cpu is the host"), given.stderr
