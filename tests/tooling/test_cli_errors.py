@@ -33,7 +33,9 @@ def _fits(text: str) -> None:
 
 @pytest.mark.device
 @pytest.mark.parametrize("args, says", [
-    (["demo", "--device", "gpu"], "hostarray demo: 'gpu' is not a device here: no OpenCL GPU"),
+    # (gpu:99, not gpu: a machine with a GPU runs these tests too)
+    (["demo", "--device", "gpu:99"], "hostarray demo: 'gpu:99' is not a device here: no OpenCL "
+                                     "GPU"),
     (["demo", "--device", "cuda:0"], "hostarray demo: no backend for framework 'cuda'"),
     (["nosuch"], "hostarray: error: argument COMMAND: invalid choice: 'nosuch'"),
     (["bench", "--max-size", "4k"], "hostarray bench: error: argument --max-size: ambiguous"),
@@ -42,8 +44,9 @@ def _fits(text: str) -> None:
                                    "OpenCL device: pass --device opencl:"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_every_cli_error_is_on_stderr_prefixed_and_fits(args: list[str], says: str) -> None:
-    # (demo --device gpu was 267 columns; demo --device cpu went to stdout without a
-    # prefix; bench --device cpu said "no working OpenCL device" beside a working one;
+    # (demo --device gpu was 267 columns on a machine without a GPU; demo --device cpu went to
+    # stdout without a prefix; bench --device cpu said "no working OpenCL device" beside a
+    # working one;
     # COLUMNS=200 shows argparse's own errors are wrapped by hostarray, not the terminal)
     r = run_cli(*args)
     assert r.returncode == 2, r.stdout + r.stderr
