@@ -137,8 +137,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     left = terminalreporter.config.stash.get(_LEFT_OUT, 0)
     if left:
         terminalreporter.write_line(
-            f"hostarray: {left} tests that set their link themselves were left out (the run "
-            f"without HOSTARRAY_LINK runs them on the same links; --keep-link-fixed runs them)")
+            f"hostarray: {left} {'test that sets its' if left == 1 else 'tests that set their'} "
+            f"link {'itself was' if left == 1 else 'themselves were'} left out (the run without "
+            f"HOSTARRAY_LINK runs {'it' if left == 1 else 'them'} on the same links; "
+            f"--keep-link-fixed runs {'it' if left == 1 else 'them'})")
     # never silent about which driver stood in as the second device (Oclgrind where the
     # PyPI PoCL does not work on this CPU)
     support = sys.modules.get("tests.reliability._support")

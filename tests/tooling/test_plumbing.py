@@ -193,6 +193,9 @@ def test_the_copied_pass_leaves_out_only_the_tests_that_set_their_link(
         fixed.stdout
     assert "5 tests that set their link themselves were left out" in fixed.stdout
     assert ids[2] == del_ids and ids[3] == ids[1], named.stdout + first.stdout
+    one = _pytest("--collect-only", "-q", "tests/interop/test_dask_devices.py", "-k",
+                  "two_workers", env={"HOSTARRAY_LINK": "copied"})
+    assert "1 test that sets its link itself was left out" in one.stdout, one.stdout
 
 
 def test_the_slow_tests_start_first() -> None:
