@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 # the report of what hostarray runs on lives below the command line (hostarray._config,
 # which ha.show_config() shares): the command line imports it, never the other way
-from ._config import _size, _version, device_report
+from ._config import _size, _version, device_report, left_out_lines
 from ._text import error_lines
 
 __all__ = ["main", "device_report", "device_table"]
@@ -109,12 +109,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
         if "link_error" in r:
             say(f"link check failed on {r['device']}: {r['link_error']}", "  ")
     print()
-    if report["left_out"]:
-        print("left out (listed by the driver, but failed a probe kernel):")
-        for lo in report["left_out"]:
-            say(f"  {lo['device']} ({lo['name']}): {lo['why']}", "      ")
-    else:
-        print("left out: none (every device the drivers listed ran a probe kernel)")
+    for text, indent in left_out_lines(report):
+        say(text, indent)
     print("alignment: where a view passed to a kernel may start inside its array's buffer; "
           "host align:\n      what host memory needs for a buffer to use it in place (probed; "
           "an array also\n      needs its element size), else ha.asarray copies it")

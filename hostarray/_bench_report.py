@@ -569,11 +569,25 @@ def format_json(result: dict[str, Any]) -> str:
 
 
 def _folder_error(option: str, path: str) -> str | None:
+    if not path.strip():
+        return f"{option} {path!r}: give a file name" + (" (or - for stdout)"
+                                                         if option != "--plot" else "")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"{option} {path}: there is no folder {folder}"
     if os.path.isdir(path):
         return f"{option} {path}: that is a folder; give a file name"
+    existed = os.path.exists(path)
+    try:  # opened as the write will open it (nothing written; a file made here is removed)
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        return f"{option} {path}: can't be written ({e.strerror or e})"
+    if not existed:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
     return None
 
 

@@ -184,6 +184,8 @@ def config_report() -> dict[str, Any]:
         report["platforms"], report["platforms_error"] = _platforms()
         devices = device_report()
         report["devices"], report["left_out"] = devices["devices"], devices["left_out"]
+        if "no_opencl" in devices:
+            report["no_opencl"] = devices["no_opencl"]
     else:  # the host alone, as device_report has it; the import error is said above
         host = _devices.devices()[0]
         report["devices"] = [{"device": str(host), "framework": host.framework,
@@ -293,12 +295,8 @@ def format_config(report: dict[str, Any], wide: bool = False) -> list[str]:
         say(f"{indent}name: {cut(r['name'], WIDTH - len(indent) - 6)}", indent + "      ")
         if "link_error" in r:
             say(f"{indent}link check failed: {r['link_error']}", indent + "  ")
-    if report["left_out"]:
-        say("  left out (listed by the driver, but failed a probe kernel):")
-        for lo in report["left_out"]:
-            say(f"    {lo['device']} ({lo['name']}): {lo['why']}", " " * 8)
-    else:
-        say("  left out: none")
+    for text, indent in left_out_lines(report):
+        say("  " + text, "  " + indent)
     say()
     say("settings (the environment variables hostarray reads)")
     for s in report["settings"]:
@@ -402,6 +400,27 @@ def print_json(file: TextIO | None = None) -> None:
 
 # -- the device list and the version, shared with the command line ------------------------
 
+def found_opencl(rows: list[dict[str, Any]]) -> bool:
+    """Whether the device rows of a report hold an OpenCL device."""
+    return any(r.get("framework") == "opencl" for r in rows)
+
+
+def left_out_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """What ``hostarray devices`` and ``hostarray config`` say of the devices left out (and
+    of no OpenCL at all), as ``(line, indent of its continuation)``."""
+    lines = []
+    if "no_opencl" in report:
+        lines.append((f"no OpenCL device: {report['no_opencl']}", "    "))
+    if report["left_out"]:
+        lines.append(("left out (listed by the driver, but failed a probe kernel):", ""))
+        lines += [(f"  {lo['device']} ({lo['name']}): {lo['why']}", "      ")
+                  for lo in report["left_out"]]
+    elif "no_opencl" not in report:
+        lines.append(("left out: none (every device the drivers listed ran a probe kernel)",
+                      ""))
+    return lines
+
+
 def device_report() -> dict[str, Any]:
     """Every device found and every device left out, as plain data.
 
@@ -460,9 +479,13 @@ def device_report() -> dict[str, Any]:
                 row["link_error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
     left = [{"device": s, "name": n, "why": w} for s, n, w in _devices.left_out_devices()]
+    if not found_opencl(rows):
+        left = [lo for lo in left if lo["device"] != "opencl"]  # said once, in "no_opencl"
     report = {"devices": rows, "left_out": left,
               "default": None if default is None else str(default),
               "link_forced": _settings.link(checked=False)}
+    if not found_opencl(rows):
+        report["no_opencl"] = _devices.why_no_opencl()
     if default_error is not None:
         report["default_error"] = default_error
     link_error = _settings.LINK.problem()

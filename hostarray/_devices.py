@@ -212,9 +212,42 @@ def devices() -> tuple[Device, ...]:
 
 
 def left_out_devices() -> list[tuple[str, str, str]]:
-    """``(spec, name, why)`` for devices that list themselves but do not work."""
+    """``(spec, name, why)`` for devices that list themselves but do not work (and, with
+    the spec ``"opencl"``, why there is no OpenCL at all: pyopencl does not import, or no
+    driver is installed)."""
     _opencl_devices()
     return list(_LEFT_OUT)
+
+
+INSTALL_DRIVER = ("install an OpenCL driver: on Debian or Ubuntu `apt-get install "
+                  "pocl-opencl-icd` (a CPU device), or your GPU vendor's OpenCL driver")
+
+
+def why_no_opencl() -> str:
+    """Why no OpenCL device works here, and the fix: pyopencl does not import, no driver is
+    installed, the drivers list no device, or every device they list failed its probe
+    kernel.  (For the errors of calls that need an OpenCL device and found none.)
+
+    Examples
+    --------
+    >>> from hostarray._devices import why_no_opencl
+    >>> isinstance(why_no_opencl(), str)
+    True
+    """
+    from .backends._pyopencl import import_problem
+
+    _opencl_devices()
+    problem = import_problem()
+    if problem is not None:
+        return problem
+    none = [why for s, _, why in _LEFT_OUT if s == "opencl"]
+    if none:
+        return f"no OpenCL driver is installed ({none[0]}); {INSTALL_DRIVER}"
+    failed = [f"{s} ({name}): {why}" for s, name, why in _LEFT_OUT if s.startswith("opencl:")]
+    if failed:
+        return (f"every device the OpenCL drivers list failed a probe kernel ({'; '.join(failed)}"
+                f"); `hostarray devices` shows them; or {INSTALL_DRIVER}")
+    return f"the OpenCL drivers here list no device; {INSTALL_DRIVER}"
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -290,7 +323,7 @@ def _by_kind(spec: str, kind: str, rest: list[str]) -> Device:
     """The device of kind selector ``spec``: ``rest`` is ``[]`` or ``["N"]``."""
     if len(rest) > 1 or (rest and not _INDEX.fullmatch(rest[0])):
         raise InvalidDevice(spec, f"expected 'opencl:{kind}' or 'opencl:{kind}:N', N counted "
-                                  f"from 0")
+                                  f"from 0; {_what_is_here()}")
     n = int(rest[0]) if rest else 0
     matches = _of_kind(kind)
     if n < len(matches):
@@ -355,7 +388,7 @@ def device(spec: Device | str | None) -> Device:
     parts = [p.strip() for p in spec.split(":")]
     head, rest = parts[0].lower(), parts[1:]
     if not _WORD.fullmatch(head):
-        raise InvalidDevice(spec, _EXPECTED)
+        raise InvalidDevice(spec, f"{_EXPECTED}; {_what_is_here()}")
     if head in ("cpu", "host"):
         if rest:
             raise InvalidDevice(spec, "the host takes no index; 'opencl:cpu:N' is the N-th "
@@ -375,12 +408,12 @@ def device(spec: Device | str | None) -> Device:
     found = _opencl_devices()
     if not rest:
         if not found:
-            raise InvalidDevice(spec, f"no working OpenCL device was found; {_what_is_here()}")
+            raise InvalidDevice(spec, f"no working OpenCL device was found: {why_no_opencl()}")
         return found[0]
     if rest[0].lower() in KINDS:
         return _by_kind(spec, rest[0].lower(), rest[1:])
     if len(rest) > 2 or not all(_INDEX.fullmatch(r) for r in rest):
-        raise InvalidDevice(spec, _EXPECTED)
+        raise InvalidDevice(spec, f"{_EXPECTED}; {_what_is_here()}")
     p = int(rest[0])
     key = f"opencl:{p}:{int(rest[1]) if len(rest) > 1 else 0}"
     for dev in found:
@@ -453,7 +486,7 @@ def default_device(spec: Device | str | None = None, /) -> Device:
     ``HOSTARRAY_DEVICE`` environment variable names (read once), else the host.  Creation
     functions (``asarray``, ``zeros``, ``arange``, ...), ``ha.Program`` (when the default
     is an OpenCL device) and ``__array_namespace_info__().default_device()`` follow it;
-    ``*_like`` functions follow their input, as the standard says.
+    ``*_like`` functions and ``from_dlpack`` follow their input, as the standard says.
 
     With a device (a :class:`Device` or any string :func:`device` takes), that device, for
     a block: ``with ha.default_device("opencl:gpu"):`` makes it the default until the block

@@ -531,13 +531,15 @@ def _elementwise_sections(name: str, params: str) -> tuple[list[Any], str]:
 def _elementwise_raises(params: str) -> str:
     """The Raises section of an element-wise function with parameter list ``params``."""
     if params.startswith("x1"):
-        return ("TypeError\n    An operand is neither a HostPtrArray nor a Python scalar, or "
-                "the operands' data types are not ones this function takes (numpy's message: "
-                "for example a floating operand of a bitwise function).\nValueError\n"
+        return ("TypeError\n    The operands' data types are not ones this function takes "
+                "(numpy's message: for example a floating operand of a bitwise function, or a "
+                "string), or an operand is of no kind it takes (a string beside a HostPtrArray; "
+                "numpy arrays and Python scalars are taken).\nValueError\n"
                 "    ``x1`` and ``x2`` do not broadcast together.")
-    text = ("TypeError\n    ``x`` is neither a HostPtrArray nor a Python scalar, or its data "
-            "type is not one this function takes (numpy's message: for example a floating "
-            "array for ``bitwise_invert``).")
+    text = ("TypeError\n    ``x`` is neither an array (a HostPtrArray, or a numpy array, taken "
+            "as one) nor a Python scalar (a list or a string, say), or its data type is not "
+            "one this function takes (numpy's message: for example a floating array for "
+            "``bitwise_invert``).")
     if "min=" in params:
         text += "\nValueError\n    ``min`` or ``max`` does not broadcast to ``x``'s shape."
     return text

@@ -749,7 +749,9 @@ def collect(device: str | None = None, max_size: int = 64 * MiB, repeat: int = 5
     _host_mem_override()  # a malformed value stops the run before it starts
     dev = _pick_device(device)
     if dev is None:
-        raise RuntimeError("no working OpenCL device: see 'hostarray devices'")
+        from ._devices import why_no_opencl
+
+        raise RuntimeError(f"no working OpenCL device: {why_no_opencl()}")
     env = _Env(dev)
     result: dict[str, Any] = {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -700,7 +700,8 @@ class Program:
         neither a string nor a sequence of strings.
     ValueError
         ``options`` is a string that does not split as a shell would (an unclosed
-        quote), or ends with ``-I`` or ``-D`` without its argument.
+        quote), or ends with ``-I`` or ``-D`` without its argument; or ``source`` is bytes
+        that are not UTF-8.
     Refused
         ``device`` is the host (``e.reason.kind == "device_type"``): a Program needs an
         OpenCL device.
@@ -724,7 +725,12 @@ class Program:
     def __init__(self, source: str, device: Device | str | None = None,
                  options: str | Sequence[str] | None = ()) -> None:
         if isinstance(source, (bytes, bytearray)):
-            source = bytes(source).decode("utf-8")
+            try:
+                source = bytes(source).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"source given as bytes must be UTF-8 text ({e}); pass the "
+                                 f"program's text as a str, e.g. "
+                                 f"ha.Program(open('k.cl').read())") from None
         if not isinstance(source, str):  # (pyopencl failed deep inside on 5 or None)
             raise TypeError(f"source must be OpenCL C source as a str, not "
                             f"{type(source).__name__}; pass the program's text, e.g. "
@@ -736,8 +742,10 @@ class Program:
             if dev.framework != "opencl":
                 dev = next((d for d in _devices() if d.framework == "opencl"), None)
                 if dev is None:
-                    raise DeviceUnavailable("opencl", "no working OpenCL device was found; "
-                                                      "install one (e.g. pocl-opencl-icd)")
+                    from ._devices import why_no_opencl
+
+                    raise DeviceUnavailable("opencl", "no working OpenCL device was found: "
+                                                      + why_no_opencl())
         else:
             dev = _parse_device(device)
         if dev.framework != "opencl":  # the host
@@ -771,10 +779,11 @@ class Program:
             with self._kernel_lock:
                 k = self._kernels.get(name)
                 if k is None:
-                    names = self._cl.kernel_names.split(";")
+                    names = [n for n in self._cl.kernel_names.split(";") if n]
                     if name not in names:
-                        raise AttributeError(f"the program has no kernel {name!r}; it has "
-                                             f"{names}")
+                        has = (f"it has {names}" if names else "it has no kernels (a kernel "
+                               "is a function declared __kernel void)")
+                        raise AttributeError(f"the program has no kernel {name!r}; {has}")
                     k = self._kernels[name] = Kernel(self, name)
         return k
 

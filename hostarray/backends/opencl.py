@@ -137,8 +137,8 @@ def discover() -> tuple[list[tuple[int, int, cl.Device]], list[tuple[str, str, s
     working, left_out = [], []
     try:
         platforms = cl.get_platforms()
-    except cl.Error as e:  # no ICD at all
-        return [], [("opencl", "(no platform)", str(e))]
+    except cl.Error as e:  # no ICD at all: no driver is installed (spec "opencl": no device)
+        return [], [("opencl", "no OpenCL platform", str(e))]
     for p, platform in enumerate(platforms):
         try:
             devs = platform.get_devices()

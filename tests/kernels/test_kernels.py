@@ -89,6 +89,18 @@ def test_programs_and_kernels_are_cached(prg, cl_device) -> None:
     assert set(prg.kernel_names) == {"axpy", "scalars", "twod", "with_local"}
 
 
+def test_a_kernel_the_program_lacks_is_named_with_those_it_has(prg, cl_device) -> None:
+    with pytest.raises(AttributeError, match=r"no kernel 'nosuch'; it has \['axpy', "):
+        _ = prg.nosuch
+    none = ha.Program("int twice(int a) { return 2 * a; }\n", device=cl_device)
+    with pytest.raises(AttributeError, match="no kernel 'twice'; it has no kernels "
+                                             r"\(a kernel is a function declared __kernel"):
+        _ = none.twice
+    assert none.kernel_names == []
+    with pytest.raises(ValueError, match="source given as bytes must be UTF-8 text"):
+        ha.Program(b"\xff", device=cl_device)
+
+
 def test_build_failure_carries_the_log(cl_device) -> None:
     with pytest.raises(hostptr.BuildFailed) as e:
         ha.Program("__kernel void broken(__global float *x) { x[0] = undefined_name; }",

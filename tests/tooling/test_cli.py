@@ -323,6 +323,37 @@ def test_a_broken_pyopencl_is_one_sentence_with_the_fix(tmp_path: Path, kind: st
     assert "no working OpenCL device" not in r.stderr
 
 
+@pytest.mark.device
+def test_no_opencl_driver_is_said_with_the_fix(tmp_path: Path) -> None:
+    # (with pyopencl but no driver, `hostarray devices` said "left out (listed by the driver,
+    # but failed a probe kernel): opencl ((no platform))", bench "see 'hostarray devices'")
+    env = {"OCL_ICD_VENDORS": str(tmp_path), "HOSTARRAY_DEVICE": ""}  # a folder of no .icd
+    said = "no OpenCL driver is installed"
+    fix = "apt-get install pocl-opencl-icd"
+    r = run_cli("devices", env=env)
+    assert r.returncode == 0 and said in _flat(r.stdout) and fix in _flat(r.stdout), r.stdout
+    assert "left out" not in r.stdout and "((" not in r.stdout, r.stdout
+    report = json.loads(run_cli("devices", "--json", env=env).stdout)
+    assert said in report["no_opencl"] and report["left_out"] == [], report
+    for args in (["bench", "--max-size", "4KiB"], ["demo", "--size", "64"]):
+        r = run_cli(*args, env=env)
+        assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+        assert "pocl-opencl-icd" in _flat(r.stderr), r.stderr
+    r = run_cli("bench", "--max-size", "4KiB", env=env)
+    assert said in _flat(r.stderr) and fix in _flat(r.stderr), r.stderr
+    code = ("import hostarray as ha\n"
+            "for f in (lambda: ha.device('opencl'), lambda: ha.Program('__kernel void k() {}')):\n"
+            "    try:\n"
+            "        f()\n"
+            "    except Exception as e:\n"
+            "        print(type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **env})
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["InvalidDevice", "DeviceUnavailable"], r.stdout
+    assert all(said in ln and fix in ln for ln in lines), r.stdout
+
+
 @pytest.mark.parametrize("kind", sorted(_BROKEN))
 def test_device_opencl_names_the_import_error_and_the_fix(tmp_path: Path, kind: str) -> None:
     # (ha.device("opencl") said "no working OpenCL device was found")
@@ -488,6 +519,8 @@ def _imports(module: str) -> bool:
     (["--json", "{tmp}/b.json", "--csv", "{tmp}/b.json"],
      "--json and --csv name one file, {tmp}/b.json: give each its own"),
     (["--csv", "{tmp}/b.png", "--plot", "{tmp}/b.png"], "--csv and --plot name one file"),
+    (["--json", ""], "--json '': give a file name (or - for stdout)"),
+    (["--csv", "/proc/b.csv"], "--csv /proc/b.csv: can't be written"),
     (["--plot", "{tmp}/b.txt"], "--plot {tmp}/b.txt: matplotlib writes no .txt"),
     (["--plot", "{tmp}/b"], "--plot {tmp}/b: matplotlib writes no file without a suffix"),
 ])

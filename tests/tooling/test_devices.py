@@ -135,11 +135,14 @@ def test_a_kind_not_present_says_what_is_here(registry, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("spec", ["opencl:gpu:x", "gpu:1:2", "opencl:cpu:-1", "opencl:gpus",
-                                  "cpu:0", "host:1", "opencl:", "gpu:"])
+                                  "cpu:0", "host:1", "opencl:", "gpu:", "", "opencl:cpu:0:0",
+                                  "opencl:x:y:z"])
 def test_bad_kind_selectors_are_refused(spec: str) -> None:
     with pytest.raises(hostptr.InvalidDevice) as e:
         ha.device(spec)
     assert "hostarray devices" in str(e.value)
+    if not spec.startswith(("cpu", "host")):  # (a malformed name listed no device)
+        assert "the devices are cpu" in str(e.value), str(e.value)
 
 
 def test_unknown_words_are_unknown_frameworks() -> None:
