@@ -467,6 +467,92 @@ def _parameters(func: Any, short: str) -> list[tuple[str, tuple[str, str]]] | No
     return out
 
 
+# -- the families of functions whose refusals are numpy's (the host path passes them on) -----
+_R_AXIS = ("numpy.exceptions.AxisError\n    An axis out of range for ``x`` (an ``IndexError`` "
+         "and a ``ValueError``).")
+_R_TWICE = "ValueError\n    An axis given twice."
+_R_NOT_ARRAY = ("TypeError\n    ``x`` is not a HostPtrArray (a list, say: make it one with "
+              "``ha.asarray`` first).")
+_R_DEVICE = ("InvalidDevice, UnknownFramework, DeviceUnavailable\n    ``device`` names no "
+           "working device (see :func:`device`).")
+_R_FFT_AXES = ("IndexError\n    An axis out of range for ``x``.\nValueError\n    ``s`` and "
+             "``axes`` of different lengths, a size below 1, or ``norm`` not one of "
+             "``'backward'``, ``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
+_R_FFT_AXIS = (_R_AXIS + "\nValueError\n    ``n`` below 1, or ``norm`` not one of ``'backward'``, "
+             "``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
+RAISES.update({
+    **{name: f"{_R_AXIS}\n{_R_TWICE}\n{_R_NOT_ARRAY}"
+       for name in ("all", "any", "sum", "prod", "mean", "std", "var", "count_nonzero")},
+    **{name: f"{_R_AXIS}\n{_R_NOT_ARRAY}"
+       for name in ("cumulative_sum", "cumulative_prod", "argsort", "sort", "diff")},
+    "vector_norm": f"{_R_AXIS}\n{_R_TWICE}\n{_R_NOT_ARRAY}",
+    "matrix_norm": ("numpy.exceptions.AxisError\n    ``x`` has fewer than two dimensions.\n"
+                    "ValueError\n    ``ord`` is not a matrix norm order.\n" + _R_NOT_ARRAY),
+    **{name: _R_FFT_AXIS for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")},
+    **{name: _R_FFT_AXES for name in ("fftn", "ifftn", "rfftn", "irfftn")},
+    **{name: ("ValueError\n    ``n`` is not an integer.\nZeroDivisionError\n    ``n`` or ``d`` "
+              "is 0.\n" + _R_DEVICE) for name in ("fftfreq", "rfftfreq")},
+    **{name: "IndexError\n    An axis out of range for ``x``.\n" + _R_NOT_ARRAY
+       for name in ("fftshift", "ifftshift")},
+    **{name: ("TypeError\n    ``x`` is not a HostPtrArray, or ``dtype`` is one hostarray does "
+              "not hold (strings, objects).\n" + _R_DEVICE)
+       for name in ("empty_like", "zeros_like", "ones_like")},
+    "full_like": ("TypeError\n    ``x`` is not a HostPtrArray, or ``dtype`` is one hostarray "
+                  "does not hold.\nValueError\n    ``fill_value`` does not convert to the data "
+                  "type.\n" + _R_DEVICE),
+    **{name: _R_NOT_ARRAY
+       for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values")},
+    "where": ("ValueError\n    ``condition``, ``x1`` and ``x2`` do not broadcast together.\n"
+              "TypeError\n    ``condition`` is not a HostPtrArray."),
+    "take_along_axis": ("ValueError\n    ``indices`` and ``x`` have different numbers of "
+                        "dimensions.\nIndexError\n    An index out of range, or ``indices`` "
+                        "not of an integer data type."),
+    "isin": "TypeError\n    An operand of a data type hostarray does not hold.",
+    "diagonal": "ValueError\n    ``x`` has fewer than two dimensions.",
+    "trace": "ValueError\n    ``x`` has fewer than two dimensions.",
+    "eig": "numpy.linalg.LinAlgError\n    The last two dimensions of ``x`` are not square, or "
+           "the computation does not converge.",
+    "eigvals": "numpy.linalg.LinAlgError\n    The last two dimensions of ``x`` are not square, "
+               "or the computation does not converge.",
+    "outer": "ValueError\n    ``x1`` or ``x2`` is not one-dimensional.",
+    "broadcast_shapes": "ValueError\n    The shapes do not broadcast together.",
+    "can_cast": "TypeError\n    ``from_`` or ``to`` is not a data type.",
+    **{name: ("TypeError\n    ``x`` is not a HostPtrArray (wrap numpy memory with "
+              "``ha.asarray`` or ``hostptr.of_numpy``).\nInvalidDevice, UnknownFramework, "
+              "DeviceUnavailable\n    ``device`` names no working device.")
+       for name in ("free_buffer", "host_link", "publish_host_writes",
+                    "acquire_device_writes")},
+    "cl_buffer": ("TypeError\n    ``x`` is not a HostPtrArray (wrap numpy memory with "
+                  "``ha.asarray`` or ``hostptr.of_numpy``).\nInvalidDevice, "
+                  "UnknownFramework, DeviceUnavailable\n    ``device`` names no working "
+                  "device.\nInUse\n    In the block, a write to the array's bytes from the "
+                  "host or from a launch on another device."),
+    **{name: f"TypeError\n    ``x`` is not a HostPtrArray (``ha.{name}()`` marks an array)."
+       for name in ("read", "write", "readwrite")},
+    **{name: ("TypeError\n    ``x`` is not a HostPtrArray, or is 0-d (numpy's message; a "
+              "1-D ``x`` is taken as numpy takes it).") for name in ("tril", "triu")},
+})
+# the array's methods of those names: ``self`` is an array, numpy's refusals remain
+METHOD_RAISES: dict[str, str] = {
+    **{name: f"{_R_AXIS}\n{_R_TWICE}"
+       for name in ("all", "any", "sum", "prod", "mean", "std", "var")},
+    **{name: _R_AXIS for name in ("cumsum", "cumprod", "argsort", "sort", "compress")},
+    "swapaxes": _R_AXIS,
+    "transpose": "ValueError\n    An axis given twice, or not every axis.",
+    "diagonal": "ValueError\n    The array has fewer than two dimensions.",
+    "trace": "ValueError\n    The array has fewer than two dimensions.",
+    "dot": "ValueError\n    The shapes do not match as a product's must.",
+    "clip": "TypeError\n    ``min`` or ``max`` of a type the array's data type does not take.",
+    "fill": "ValueError\n    ``value`` does not convert to the array's data type.",
+    "flatten": "ValueError\n    ``order`` is not one of ``'C'``, ``'F'``, ``'A'``, ``'K'``.",
+    "ravel": "ValueError\n    ``order`` is not one of ``'C'``, ``'F'``, ``'A'``, ``'K'``.",
+    "item": "ValueError\n    The array has more than one element (and no index is given).",
+    "round": "TypeError\n    ``decimals`` is not an integer.",
+    "view": ("ValueError\n    A data type whose size does not divide the last axis's bytes "
+             "(numpy's rule)."),
+}
+
+
 def complete(func: Any, short: str, returns: str | None = None,
              parameters: list[tuple[str, tuple[str, str]]] | None = None,
              raises: str | None = None) -> None:
@@ -574,4 +660,5 @@ def complete_namespace(namespace: Any) -> None:
             if inspect.isfunction(member) and id(member) not in done:
                 done.add(id(member))
                 own = RETURNS.get(name) if name in _OWN_METHODS else None
-                complete(member, name, own or _METHOD_RETURN)
+                complete(member, name, own or _METHOD_RETURN,
+                         raises=METHOD_RAISES.get(name))

@@ -117,6 +117,11 @@ def resource(device: Device | str) -> str:
     str
         The resource's name.
 
+    Raises
+    ------
+    InvalidDevice, UnknownFramework, DeviceUnavailable
+        ``device`` names no working device (see :func:`hostarray.device`).
+
     Examples
     --------
     >>> import hostarray as ha
@@ -180,6 +185,12 @@ def program(source: str, options: str | Sequence[str] | None = ()) -> Program:
     Program
         Built for :func:`worker_device`, or for the first OpenCL device where that is
         the host (outside a device worker, with ``HOSTARRAY_DEVICE`` unset).
+
+    Raises
+    ------
+    BuildFailed, TypeError, ValueError, DeviceUnavailable
+        As :class:`~hostarray.Program` raises them: the source does not compile, bad
+        options, or no working OpenCL device.
 
     Examples
     --------

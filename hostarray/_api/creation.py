@@ -219,6 +219,13 @@ def _like_device(x: HostPtrArray, device: Any) -> Device:
     return requested_device(device, dev_of(x))
 
 
+def _check_like(x: Any) -> None:
+    """``*_like`` takes an array (its shape, data type and device): a list is refused."""
+    if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        raise TypeError(f"expected a hostarray array, got {type(x).__name__}; make it one "
+                        f"with ha.asarray first")
+
+
 def _scalar_dtype(value: Any) -> np.dtype:
     """The default data type for a Python scalar fill value."""
     if isinstance(value, HostPtrArray):
@@ -289,6 +296,7 @@ def empty_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
     >>> ha.empty_like(ha.zeros((2, 2))).shape
     (2, 2)
     """
+    _check_like(x)
     return empty(x.shape, dtype=x.dtype if dtype is None else dtype,
                  device=_like_device(x, device))
 
@@ -305,6 +313,7 @@ def zeros_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> 
     >>> ha.zeros_like(ha.asarray([1, 2]))
     HostPtrArray([0, 0], dtype=int64)
     """
+    _check_like(x)
     return zeros(x.shape, dtype=x.dtype if dtype is None else dtype,
                  device=_like_device(x, device))
 
@@ -321,6 +330,7 @@ def ones_like(x: HostPtrArray, /, *, dtype: Any = None, device: Any = None) -> H
     >>> ha.ones_like(ha.asarray([1.5, 2.5]))
     HostPtrArray([1., 1.], dtype=float64)
     """
+    _check_like(x)
     return full(x.shape, 1, dtype=x.dtype if dtype is None else dtype,
                 device=_like_device(x, device))
 
@@ -338,6 +348,7 @@ def full_like(x: HostPtrArray, /, fill_value: Any, *, dtype: Any = None,
     >>> ha.full_like(ha.asarray([1, 2]), 9)
     HostPtrArray([9, 9], dtype=int64)
     """
+    _check_like(x)
     return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
                 device=_like_device(x, device))
 
