@@ -220,7 +220,9 @@ class _Env:
         self.queue = ha.hostptr.queue(dev)
         self.ctx = dev.runtime.context
         self.prg = ha.Program(KERNELS, device=dev)
-        raw = cl.Program(self.ctx, KERNELS).build()
+        from .backends.opencl import quiet_build
+
+        raw = quiet_build(self.ctx, KERNELS)  # (NVIDIA's remarks: no CompilerWarning on stderr)
         # One cl.Kernel per name, reused: what a careful pyopencl user writes.
         self.raw = {k: cl.Kernel(raw, k) for k in ("axpb", "fill", "touch", "jacobi", "residual")}
         self.out1 = ha.zeros(1, dtype=ha.float32, device=dev)

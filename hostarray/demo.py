@@ -163,7 +163,9 @@ def _eager_program(ctx: Any) -> tuple[Any, Any]:
 
     kernels = _EAGER_PROGRAMS.get(ctx)
     if kernels is None:
-        prg = cl.Program(ctx, SMOOTH_SOURCE).build()
+        from .backends.opencl import quiet_build
+
+        prg = quiet_build(ctx, SMOOTH_SOURCE)  # (no CompilerWarning for NVIDIA's remarks)
         kernels = _EAGER_PROGRAMS[ctx] = (cl.Kernel(prg, "smooth"), cl.Kernel(prg, "clip_above"))
     return kernels
 

@@ -106,12 +106,21 @@ def _running(event: Any) -> bool:
         return False
 
 
+def quiet_build(ctx: cl.Context, source: str) -> cl.Program:
+    """``cl.Program(ctx, source).build()`` without pyopencl's ``CompilerWarning``: NVIDIA's
+    driver logs a remark for every real compile, which pyopencl prints on stderr (and
+    which ``-W error`` turns into a lost build).  A failed build raises as pyopencl's."""
+    raw = cl._cl._Program(ctx, source)
+    raw._build(options=b"", devices=None)
+    return cl.Program(raw)
+
+
 def _test_build(device: cl.Device) -> str | None:
     """Build and run a trivial kernel; return why the device is broken, or None."""
     try:
         ctx = cl.Context([device])
         queue = cl.CommandQueue(ctx)
-        prg = cl.Program(ctx, _PROBE_SOURCE).build()
+        prg = quiet_build(ctx, _PROBE_SOURCE)
         out = np.zeros(4, np.int32)
         buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, out.nbytes)
         prg.hostarray_probe(queue, (4,), None, buf)
@@ -461,7 +470,7 @@ class DeviceRuntime:
         host[:] = -1
         buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                         hostbuf=host)
-        prg = cl.Program(self.context, _PROBE_SOURCE).build()
+        prg = quiet_build(self.context, _PROBE_SOURCE)
         q = self._probe_queue()
         cl.Kernel(prg, "hostarray_probe")(q, (host.size,), None, buf)
         q.finish()
@@ -489,7 +498,7 @@ class DeviceRuntime:
         ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` where even the largest is not."""
         documented = max(1, self.cl_device.mem_base_addr_align // 8)
         try:
-            kernel = cl.Kernel(cl.Program(self.context, _BYTES_PROBE_SOURCE).build(),
+            kernel = cl.Kernel(quiet_build(self.context, _BYTES_PROBE_SOURCE),
                                "hostarray_probe_bytes")
         except cl.Error:
             return documented

@@ -401,7 +401,8 @@ def test_memory_goes_when_the_array_is_dropped_without_another_launch(cl_device,
     buf0, buf1, buf2 = out["buffers"]
     mib = 2**20
     assert rss1 - rss0 >= 200 * mib, out  # two 128 MiB arrays were resident
-    assert rss2 - rss0 < 32 * mib, f"memory kept after free_buffer + del: {out}"
+    # (a 128 MiB array kept is the fault; less is what the allocator may hold back)
+    assert rss2 - rss0 < 96 * mib, f"memory kept after free_buffer + del: {out}"
     assert buf1 > buf0 and buf2 <= buf0, f"cl.Buffer objects kept: {out}"
 
 
@@ -471,17 +472,29 @@ def test_memory_goes_after_free_buffer_whatever_the_argument_access(cl_device, l
     launch's record kept the array's storage (128 MiB here) after ``free_buffer`` + ``del``
     until some later sync or the eighth launch.  Each access, on a fresh array each time,
     on the shared (``auto`` on this machine) and the copied link."""
-    out = _run(ACCESS_RSS_SCRIPT, env={"HOSTARRAY_LINK": link})
     mib = 2**20
-    kept = {}
-    for mode, r in out.items():
-        if mode == "link":
-            continue
-        rss0, rss1, rss2 = r["rss"]
-        assert rss1 - rss0 >= 100 * mib, (mode, out)  # the array was resident
-        if r["alive"] or rss2 - rss0 >= 32 * mib:
-            kept[mode] = f"{(rss2 - rss0) / mib:.0f} MiB, storage alive: {r['alive']}"
-    assert not kept, f"memory kept after free_buffer + del ({out['link']} link): {kept}"
+
+    def kept_by_mode() -> tuple[dict[str, str], dict[str, Any]]:
+        out = _run(ACCESS_RSS_SCRIPT, env={"HOSTARRAY_LINK": link})
+        kept = {}
+        for mode, r in out.items():
+            if mode == "link":
+                continue
+            rss0, rss1, rss2 = r["rss"]
+            assert rss1 - rss0 >= 100 * mib, (mode, out)  # the array was resident
+            # (the bug kept the whole 128 MiB array; the allocator may keep tens of MiB of
+            # what was freed, 52 MiB once on the copied link with the storage gone)
+            if r["alive"] or rss2 - rss0 >= 96 * mib:
+                kept[mode] = f"{(rss2 - rss0) / mib:.0f} MiB, storage alive: {r['alive']}"
+        return kept, out
+
+    kept, out = kept_by_mode()
+    if kept:  # the fault keeps its memory every time; a busy machine's reading, once
+        again, out2 = kept_by_mode()
+        kept = {mode: f"{why}; again: {again[mode]}" for mode, why in kept.items()
+                if mode in again}
+        out = {"first": out, "again": out2}
+    assert not kept, f"memory kept after free_buffer + del ({link} link): {kept}; {out}"
 
 
 def test_the_kernel_names_no_buffer_after_a_launch(prg, cl_device) -> None:

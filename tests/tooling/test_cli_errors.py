@@ -21,7 +21,9 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m hostarray ARGS`` from this checkout, with ``env`` over the environment."""
-    merged = {**os.environ, "PYTHONPATH": _ROOT, "COLUMNS": "200", **(env or {})}
+    # (the checkout first, then whatever PYTHONPATH held: pyopencl may be installed there)
+    path = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
+    merged = {**os.environ, "PYTHONPATH": path, "COLUMNS": "200", **(env or {})}
     return subprocess.run([sys.executable, "-m", "hostarray", *args], capture_output=True,
                           text=True, timeout=300, env=merged, cwd=_ROOT)
 

@@ -167,7 +167,8 @@ def test_limit_and_requested_are_tuples(cl_device) -> None:
         assert all(type(v) is int for v in e.limit + e.requested)
         assert e.requested[0] > e.limit[0]
         kinds.append(len(e.requested))
-    assert kinds == [1, 1]
+    # PoCL refuses the work-items as one count; NVIDIA per dimension (the size of each)
+    assert kinds[1] == 1 and kinds[0] in (1, 2), kinds
     # a refusal without a limit has neither
     e = errors.BadLaunch("k", "why")
     assert e.limit is None and e.requested is None
@@ -221,13 +222,19 @@ def test_a_macro_and_a_d_value_are_shown_where_they_were_written(cl_device) -> N
         ha.Program(macro, device=cl_device)
     msg = str(info.value)
     assert not _TEMP.search(msg), msg
-    assert ("error at line 3, column 10 (in the macro at line 1, column 19): use of "
-            "undeclared identifier 'undefined_v'") in msg, msg
     lines = msg.splitlines()
     at = lines.index("    3 |   x[0] = F(1);")
     assert lines[at + 1] == "      |          ^"
-    assert lines[at + 2] == "macro | #define F(a) (a + undefined_v)"
-    assert lines[at + 3] == "      |                   ^"
+    if "note at line 1" not in msg:  # PoCL: the macro's place in the error's own line
+        assert ("error at line 3, column 10 (in the macro at line 1, column 19): use of "
+                "undeclared identifier 'undefined_v'") in msg, msg
+        assert lines[at + 2] == "macro | #define F(a) (a + undefined_v)"
+        assert lines[at + 3] == "      |                   ^"
+    else:  # NVIDIA's compiler: the macro is a note of its own, with its line and caret
+        assert "error at line 3, column 10: use of undeclared identifier 'undefined_v'" in msg
+        assert lines[at + 2] == "note at line 1, column 19: expanded from macro 'F'", msg
+        assert lines[at + 3] == "    1 | #define F(a) (a + undefined_v)"
+        assert lines[at + 4] == "      |                   ^"
     for options in ("-DM=1 -DN=undefined_thing", ["-DM=1", "-D", "N=undefined_thing"]):
         with pytest.raises(errors.BuildFailed) as info:
             ha.Program(_fresh("__kernel void k(__global float *x) { x[0] = N + M; }"),
@@ -235,6 +242,10 @@ def test_a_macro_and_a_d_value_are_shown_where_they_were_written(cl_device) -> N
         msg = str(info.value)
         assert not _TEMP.search(msg), msg
         given = "-DN=undefined_thing" if isinstance(options, str) else "-D N=undefined_thing"
+        assert "undeclared identifier 'undefined_thing'" in msg, msg
+        if "(from the value of the build option" not in msg \
+                and "Portable" not in cl_device._cl_device.platform.name:
+            continue  # (not PoCL: a compiler that may not say where a -D value came from)
         assert (f"error at line 1, column 45 (from the value of the build option {given}): "
                 f"use of undeclared identifier 'undefined_thing'") in msg, msg
         lines = msg.splitlines()
