@@ -109,9 +109,21 @@ def _running(event: Any) -> bool:
 def quiet_build(ctx: cl.Context, source: str) -> cl.Program:
     """``cl.Program(ctx, source).build()`` without pyopencl's ``CompilerWarning``: NVIDIA's
     driver logs a remark for every real compile, which pyopencl prints on stderr (and
-    which ``-W error`` turns into a lost build).  A failed build raises as pyopencl's."""
+    which ``-W error`` turns into a lost build).  A failed build raises ``RuntimeError``
+    with the compiler's log, as pyopencl's message has it."""
     raw = cl._cl._Program(ctx, source)
-    raw._build(options=b"", devices=None)
+    try:
+        raw._build(options=b"", devices=None)
+    except cl.Error as e:  # with the compiler's log, as pyopencl's own build says it
+        logs = []
+        devices: list[Any] = list(raw.get_info(cl.program_info.DEVICES))  # type: ignore[call-overload]
+        for dev in devices:
+            try:
+                logs.append(f"Build on {dev}:\n\n"
+                            f"{raw.get_build_info(dev, cl.program_build_info.LOG)}")
+            except cl.Error:
+                pass
+        raise RuntimeError("\n\n".join([str(e), *logs])) from e
     return cl.Program(raw)
 
 

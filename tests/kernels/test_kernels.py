@@ -101,6 +101,23 @@ def test_a_kernel_the_program_lacks_is_named_with_those_it_has(prg, cl_device) -
         ha.Program(b"\xff", device=cl_device)
 
 
+def test_the_probes_raw_builds_warn_nothing_and_fail_with_the_log(cl_device) -> None:
+    # (NVIDIA's remark on every compile came out as pyopencl's CompilerWarning on stderr,
+    # from the device probe, the bench's raw-pyopencl peer and the demo)
+    import warnings
+
+    from hostarray.backends.opencl import quiet_build
+
+    ctx = cl_device.runtime.context
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a CompilerWarning would raise here
+        prg = quiet_build(ctx, '#warning "a remark"\n__kernel void k(__global int *x) '
+                               '{ x[0] = 1; }\n')
+    assert prg.kernel_names == "k"
+    with pytest.raises(RuntimeError, match="(?s)BUILD_PROGRAM_FAILURE.*undeclared_v"):
+        quiet_build(ctx, "__kernel void k(__global int *x) { x[0] = undeclared_v; }\n")
+
+
 def test_build_failure_carries_the_log(cl_device) -> None:
     with pytest.raises(hostptr.BuildFailed) as e:
         ha.Program("__kernel void broken(__global float *x) { x[0] = undefined_name; }",
