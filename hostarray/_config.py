@@ -479,12 +479,13 @@ def device_report() -> dict[str, Any]:
                 row["link_error"] = f"{type(e).__name__}: {e}"
         rows.append(row)
     left = [{"device": s, "name": n, "why": w} for s, n, w in _devices.left_out_devices()]
-    if not found_opencl(rows):
+    none = not found_opencl(rows)
+    if none:
         left = [lo for lo in left if lo["device"] != "opencl"]  # said once, in "no_opencl"
     report = {"devices": rows, "left_out": left,
               "default": None if default is None else str(default),
               "link_forced": _settings.link(checked=False)}
-    if not found_opencl(rows):
+    if none:
         report["no_opencl"] = _devices.why_no_opencl()
     if default_error is not None:
         report["default_error"] = default_error

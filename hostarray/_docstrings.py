@@ -469,17 +469,19 @@ def _parameters(func: Any, short: str) -> list[tuple[str, tuple[str, str]]] | No
 
 # -- the families of functions whose refusals are numpy's (the host path passes them on) -----
 _R_AXIS = ("numpy.exceptions.AxisError\n    An axis out of range for ``x`` (an ``IndexError`` "
-         "and a ``ValueError``).")
+           "and a ``ValueError``).")
 _R_TWICE = "ValueError\n    An axis given twice."
 _R_NOT_ARRAY = ("TypeError\n    ``x`` is not a HostPtrArray (a list, say: make it one with "
-              "``ha.asarray`` first).")
+                "``ha.asarray`` first).")
 _R_DEVICE = ("InvalidDevice, UnknownFramework, DeviceUnavailable\n    ``device`` names no "
-           "working device (see :func:`device`).")
+             "working device (see :func:`device`).")
 _R_FFT_AXES = ("IndexError\n    An axis out of range for ``x``.\nValueError\n    ``s`` and "
-             "``axes`` of different lengths, a size below 1, or ``norm`` not one of "
-             "``'backward'``, ``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
-_R_FFT_AXIS = (_R_AXIS + "\nValueError\n    ``n`` below 1, or ``norm`` not one of ``'backward'``, "
-             "``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
+               "``axes`` of different lengths, a size below 1, or ``norm`` not one of "
+               "``'backward'``, ``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
+_R_FFT_AXIS = (_R_AXIS + "\nValueError\n    ``n`` below 1, or ``norm`` not one of "
+               "``'backward'``, ``'ortho'``, ``'forward'``.\n" + _R_NOT_ARRAY)
+_R_HOSTPTR = ("TypeError\n    ``x`` is not a HostPtrArray (wrap numpy memory with "
+              "``ha.asarray`` or ``hostptr.of_numpy``).\n" + _R_DEVICE)
 RAISES.update({
     **{name: f"{_R_AXIS}\n{_R_TWICE}\n{_R_NOT_ARRAY}"
        for name in ("all", "any", "sum", "prod", "mean", "std", "var", "count_nonzero")},
@@ -517,16 +519,10 @@ RAISES.update({
     "outer": "ValueError\n    ``x1`` or ``x2`` is not one-dimensional.",
     "broadcast_shapes": "ValueError\n    The shapes do not broadcast together.",
     "can_cast": "TypeError\n    ``from_`` or ``to`` is not a data type.",
-    **{name: ("TypeError\n    ``x`` is not a HostPtrArray (wrap numpy memory with "
-              "``ha.asarray`` or ``hostptr.of_numpy``).\nInvalidDevice, UnknownFramework, "
-              "DeviceUnavailable\n    ``device`` names no working device.")
-       for name in ("free_buffer", "host_link", "publish_host_writes",
-                    "acquire_device_writes")},
-    "cl_buffer": ("TypeError\n    ``x`` is not a HostPtrArray (wrap numpy memory with "
-                  "``ha.asarray`` or ``hostptr.of_numpy``).\nInvalidDevice, "
-                  "UnknownFramework, DeviceUnavailable\n    ``device`` names no working "
-                  "device.\nInUse\n    In the block, a write to the array's bytes from the "
-                  "host or from a launch on another device."),
+    **{name: _R_HOSTPTR for name in ("free_buffer", "host_link", "publish_host_writes",
+                                     "acquire_device_writes")},
+    "cl_buffer": (_R_HOSTPTR + "\nInUse\n    In the block, a write to the array's bytes "
+                  "from the host or from a launch on another device."),
     **{name: f"TypeError\n    ``x`` is not a HostPtrArray (``ha.{name}()`` marks an array)."
        for name in ("read", "write", "readwrite")},
     **{name: ("TypeError\n    ``x`` is not a HostPtrArray, or is 0-d (numpy's message; a "

@@ -779,7 +779,7 @@ class Program:
             with self._kernel_lock:
                 k = self._kernels.get(name)
                 if k is None:
-                    names = [n for n in self._cl.kernel_names.split(";") if n]
+                    names = self.kernel_names
                     if name not in names:
                         has = (f"it has {names}" if names else "it has no kernels (a kernel "
                                "is a function declared __kernel void)")

@@ -106,6 +106,20 @@ def _running(event: Any) -> bool:
         return False
 
 
+def _build_logs(raw: Any) -> list[str]:
+    """The compiler's log of a failed build of program ``raw``, one ``Build on <device>``
+    entry per device (as pyopencl's own build error quotes them)."""
+    logs = []
+    devices: list[Any] = list(raw.get_info(cl.program_info.DEVICES))
+    for dev in devices:
+        try:
+            logs.append(f"Build on {dev}:\n\n"
+                        f"{raw.get_build_info(dev, cl.program_build_info.LOG)}")
+        except cl.Error:
+            pass
+    return logs
+
+
 def quiet_build(ctx: cl.Context, source: str) -> cl.Program:
     """``cl.Program(ctx, source).build()`` without pyopencl's ``CompilerWarning``: NVIDIA's
     driver logs a remark for every real compile, which pyopencl prints on stderr (and
@@ -115,14 +129,7 @@ def quiet_build(ctx: cl.Context, source: str) -> cl.Program:
     try:
         raw._build(options=b"", devices=None)
     except cl.Error as e:  # with the compiler's log, as pyopencl's own build says it
-        logs = []
-        devices: list[Any] = list(raw.get_info(cl.program_info.DEVICES))  # type: ignore[call-overload]
-        for dev in devices:
-            try:
-                logs.append(f"Build on {dev}:\n\n"
-                            f"{raw.get_build_info(dev, cl.program_build_info.LOG)}")
-            except cl.Error:
-                pass
+        logs = _build_logs(raw)
         raise RuntimeError("\n\n".join([str(e), *logs])) from e
     return cl.Program(raw)
 
@@ -348,14 +355,7 @@ def build_program(ctx: cl.Context, source: str, options: list[str],
     try:
         raw._build(options=options_bytes, devices=None)
     except cl.Error as e:
-        logs = []
-        devices: list[Any] = list(raw.get_info(cl.program_info.DEVICES))  # type: ignore[call-overload]
-        for dev in devices:
-            try:
-                logs.append(f"Build on {dev}:\n\n"
-                            f"{raw.get_build_info(dev, cl.program_build_info.LOG)}")
-            except cl.Error:
-                pass
+        logs = _build_logs(raw)
         full = "\n\n".join([str(e), *logs]) + f"\n\n(options: {options_bytes.decode()})"
         lines = full.splitlines()
         said = [ln.strip() for ln in lines if ln.strip() and not ln.startswith(_PYOPENCL_LINES)]
