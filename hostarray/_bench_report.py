@@ -577,7 +577,7 @@ def _folder_error(option: str, path: str) -> str | None:
         return f"{option} {path}: there is no folder {folder}"
     if os.path.isdir(path):
         return f"{option} {path}: that is a folder; give a file name"
-    existed = os.path.exists(path)
+    existed = os.path.lexists(path)  # (a dangling symlink is the user's: never removed)
     try:  # opened as the write will open it (nothing written; a file made here is removed)
         with open(path, "a"):
             pass

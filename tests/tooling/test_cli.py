@@ -537,6 +537,20 @@ def test_bench_refuses_outputs_it_cannot_write_before_measuring(tmp_path: Path, 
     assert words.format(tmp=tmp_path) in _flat(r.stderr), r.stderr
 
 
+def test_checking_an_output_path_leaves_the_files_and_links_as_they_were(tmp_path: Path) -> None:
+    # (the write check opened a dangling symlink's target, then removed the link)
+    from hostarray.bench import check_outputs
+
+    (tmp_path / "link.csv").symlink_to(tmp_path / "target.csv")
+    (tmp_path / "kept.json").write_text("the user's")
+    assert check_outputs(json_path=str(tmp_path / "kept.json"), csv_path=str(tmp_path / "link.csv"),
+                         plot_path=None) is None
+    assert (tmp_path / "link.csv").is_symlink()
+    assert (tmp_path / "kept.json").read_text() == "the user's"
+    assert check_outputs(csv_path=str(tmp_path / "new.csv")) is None
+    assert not (tmp_path / "new.csv").exists()  # a file the check made is removed
+
+
 # -- ha.show_config() and hostarray config (issue 24) --------------------------------------------
 
 _SECTIONS = ["versions", "OpenCL platforms", "devices", "settings", "in force"]
