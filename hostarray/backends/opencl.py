@@ -123,14 +123,16 @@ def _build_logs(raw: Any) -> list[str]:
 def quiet_build(ctx: cl.Context, source: str) -> cl.Program:
     """``cl.Program(ctx, source).build()`` without pyopencl's ``CompilerWarning``: NVIDIA's
     driver logs a remark for every real compile, which pyopencl prints on stderr (and
-    which ``-W error`` turns into a lost build).  A failed build raises ``RuntimeError``
-    with the compiler's log, as pyopencl's message has it."""
+    which ``-W error`` turns into a lost build).  A failed build raises what pyopencl's
+    would (``pyopencl.RuntimeError``, a ``pyopencl.Error``: callers catch that), with the
+    compiler's log in its message."""
     raw = cl._cl._Program(ctx, source)
     try:
         raw._build(options=b"", devices=None)
     except cl.Error as e:  # with the compiler's log, as pyopencl's own build says it
-        logs = _build_logs(raw)
-        raise RuntimeError("\n\n".join([str(e), *logs])) from e
+        record = cl._cl._ErrorRecord(msg="\n\n".join(_build_logs(raw)) or str(e),
+                                     code=e.code, routine=e.routine)
+        raise type(e)(record) from e
     return cl.Program(raw)
 
 
